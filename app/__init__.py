@@ -1,0 +1,3 @@
+"""Fathom: deep research over your own documents, fully offline."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,68 @@
+"""The ``fathom`` command: the window with no arguments, subcommands for headless use.
+
+Each subcommand lives in ``app/commands/<name>.py`` with two functions,
+``add_arguments(parser)`` and ``run(args) -> int``; they are imported only
+when used, so ``fathom`` alone starts the window without loading the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# name -> one-line help; the module app.commands.<name> implements it
+COMMANDS: dict[str, str] = {
+    "doctor": "report versions, data dir, reachable model back ends and models",
+    "ingest": "add files and folders to a collection",
+    "collections": "list collections",
+    "search": "search a collection",
+    "remove": "remove a collection or documents",
+    "ask": "research a question and print a cited report",
+    "history": "list past research runs",
+    "show": "print one past research run",
+}
+
+
+def _setup_environment() -> None:
+    # Never wait on a model hub: everything Fathom needs ships in its packages.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fathom", description="Deep research over your own documents, offline.")
+    parser.add_argument("--self-test", action="store_true", help="run a quick end-to-end check and exit")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        _command_module(name).add_arguments(command_parser)
+    return parser
+
+
+def _command_module(name: str):  # type: ignore[no-untyped-def]
+    return importlib.import_module(f"app.commands.{name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    _setup_environment()
+    args = build_parser().parse_args(argv)
+    if args.version:
+        from app import __version__
+
+        print(f"fathom {__version__}")
+        return 0
+    if args.self_test:
+        return int(_command_module("selftest").run(args))
+    if args.command is None:
+        from app.ui.main import run_app
+
+        return run_app()
+    return int(_command_module(args.command).run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

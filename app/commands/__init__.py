@@ -1,0 +1,1 @@
+"""Subcommands of the ``fathom`` CLI, one module each (see app/cli.py)."""

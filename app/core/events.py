@@ -1,0 +1,253 @@
+"""Typed events: what the research engine and the ingest pipeline report.
+
+Each event is a frozen, keyword-only dataclass. Research events carry the
+``run_id`` and the ids that place them in the research tree (``node_id`` and
+``parent_id``); the window's tree is a pure function of the events seen, and
+the same events are persisted so a finished run can be replayed exactly.
+
+``event_to_dict`` / ``event_from_dict`` are the persisted form.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from app.core.codec import from_jsonable, to_jsonable
+from app.core.models import (
+    Budget,
+    Citation,
+    EntityTable,
+    Evidence,
+    Hit,
+    Report,
+    Usage,
+)
+
+ROOT_NODE = "root"
+
+_EVENT_TYPES: dict[str, type[Event]] = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event; ``ts`` is wall-clock seconds when it was made."""
+
+    kind: ClassVar[str] = "event"
+    ts: float = field(default_factory=time.time)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.kind = cls.__name__
+        _EVENT_TYPES[cls.__name__] = cls
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(event)
+    data["type"] = event.kind
+    return data
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    payload = dict(data)
+    name = payload.pop("type")
+    try:
+        cls = _EVENT_TYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown event type {name!r}") from None
+    event: Event = from_jsonable(cls, payload)
+    return event
+
+
+# -- research ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResearchEvent(Event):
+    run_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(ResearchEvent):
+    question: str
+    mode: str
+    collections: tuple[str, ...] = ()
+    budget: Budget = field(default_factory=Budget)
+    model: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundStarted(ResearchEvent):
+    node_id: str
+    round_no: int
+    parent_id: str = ROOT_NODE
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanWritten(ResearchEvent):
+    """A plan of steps (plan and table modes); each step later has its own node."""
+
+    node_id: str
+    steps: tuple[str, ...]
+    parent_id: str = ROOT_NODE
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubQueryPlanned(ResearchEvent):
+    """A search to run: a decomposed sub-query, a gap query or a plan step."""
+
+    node_id: str
+    parent_id: str
+    text: str
+    collections: tuple[str, ...] = ()
+    round_no: int = 0
+    origin: str = "decompose"  # decompose | gap | plan | original | hds | table
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchFinished(ResearchEvent):
+    node_id: str  # the sub-query's node
+    hits: tuple[Hit, ...]
+    search_mode: str = "hybrid"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkJudged(ResearchEvent):
+    node_id: str  # the sub-query's node
+    chunk_id: str
+    relevant: bool
+    score: float = 0.0
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningDelta(ResearchEvent):
+    """The model's thinking, shown collapsed under the node it belongs to."""
+
+    node_id: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reflected(ResearchEvent):
+    node_id: str
+    parent_id: str
+    summary: str
+    gap_queries: tuple[str, ...] = ()
+    done: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepFinished(ResearchEvent):
+    """A plan step's finding, and whether the question is already answered."""
+
+    node_id: str
+    finding: str
+    answered: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceAdded(ResearchEvent):
+    evidence: Evidence
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportStarted(ResearchEvent):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportDelta(ResearchEvent):
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CitationChecked(ResearchEvent):
+    citation: Citation
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableReady(ResearchEvent):
+    table: EntityTable
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageUpdated(ResearchEvent):
+    total: Usage
+
+
+@dataclass(frozen=True, kw_only=True)
+class Notice(ResearchEvent):
+    """Something worth telling the user that does not stop the run."""
+
+    message: str
+    level: str = "info"  # info | warning
+    node_id: str = ROOT_NODE
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished(ResearchEvent):
+    report: Report
+    usage: Usage
+    stop_reason: str  # "completed", "cancelled", or the budget exhausted ("max_rounds", ...)
+    elapsed_s: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failed(ResearchEvent):
+    message: str
+    usage: Usage = field(default_factory=Usage)
+    elapsed_s: float = 0.0
+
+
+# -- ingest ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestEvent(Event):
+    collection: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestStarted(IngestEvent):
+    total_files: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileStarted(IngestEvent):
+    path: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileDone(IngestEvent):
+    path: str
+    status: str  # indexed | unchanged | skipped | failed | removed
+    chunks: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestProgress(IngestEvent):
+    done_files: int
+    total_files: int
+    chunks: int
+    current: str = ""
+    files_per_s: float = 0.0
+    eta_s: float | None = None
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.total_files == 0 else self.done_files / self.total_files
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestFinished(IngestEvent):
+    indexed: int
+    unchanged: int
+    skipped: int
+    failed: int
+    removed: int
+    chunks: int
+    elapsed_s: float
+    failures: tuple[tuple[str, str], ...] = ()  # (path, reason)

@@ -1,0 +1,192 @@
+"""Domain data types shared by every layer.
+
+Plain frozen dataclasses: no behaviour beyond small derived properties, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Cost of one model call, or the sum of many."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    model: str = ""
+    calls: int = 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        models = {m for m in (self.model, other.model) if m}
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_s=self.latency_s + other.latency_s,
+            model=",".join(sorted(models)),
+            calls=self.calls + other.calls,
+        )
+
+
+ZERO_USAGE = Usage(calls=0)
+
+
+class DocumentStatus(str, Enum):
+    PENDING = "pending"  # known, not yet (fully) indexed
+    INDEXED = "indexed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A named set of documents, one Milvus collection."""
+
+    name: str
+    description: str = ""
+    embedding_model: str = ""
+    dimension: int = 0
+    documents: int = 0
+    chunks: int = 0
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source file in a collection."""
+
+    doc_id: str
+    collection: str
+    path: str
+    content_hash: str = ""
+    size: int = 0
+    mtime: float = 0.0
+    status: DocumentStatus = DocumentStatus.PENDING
+    error: str = ""
+    chunk_count: int = 0
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage of a document, the unit of retrieval and citation."""
+
+    chunk_id: str
+    doc_id: str
+    collection: str
+    path: str
+    text: str
+    title: str = ""
+    headings: tuple[str, ...] = ()
+    page: int | None = None
+    chunk_no: int = 0
+
+    @property
+    def heading_path(self) -> str:
+        return " > ".join(self.headings)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk returned by a search, with its score (higher is better)."""
+
+    chunk: Chunk
+    score: float
+    query: str = ""
+
+
+@dataclass(frozen=True)
+class SubQuery:
+    """A search the research loop decided to run."""
+
+    node_id: str
+    text: str
+    round_no: int = 0
+    collections: tuple[str, ...] = ()
+    parent_id: str = ""
+
+
+class EvidenceStatus(str, Enum):
+    SUPPORTING = "supporting"
+    CONTRADICTING = "contradicting"
+    UNVERIFIED = "unverified"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A relevant chunk: what found it, the quote, where it lives."""
+
+    number: int  # the [n] a report cites
+    chunk_id: str
+    subquery: str
+    quote: str
+    path: str
+    page: int | None = None
+    collection: str = ""
+    title: str = ""
+    status: EvidenceStatus = EvidenceStatus.UNVERIFIED
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One ``[n]`` in a report, with the sentence it backs."""
+
+    number: int
+    sentence: str
+    supported: bool | None = None  # None: not checked
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TableCell:
+    value: str = ""
+    confidence: float = 0.0
+    chunk_id: str = ""
+    quote: str = ""
+
+
+@dataclass(frozen=True)
+class EntityTable:
+    """Table mode's result: one row per entity, one cell per attribute."""
+
+    entity_type: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[TableCell, ...]], ...] = ()  # (entity name, cells)
+
+
+@dataclass(frozen=True)
+class Report:
+    """The finished answer of a research run."""
+
+    markdown: str
+    evidence: tuple[Evidence, ...] = ()
+    citations: tuple[Citation, ...] = ()
+    open_questions: tuple[str, ...] = ()
+    removed_citations: int = 0
+    table: EntityTable | None = None
+    answer: str = ""  # short answer, when a mode extracts one (hds, benchmarks)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one research run; the first one exhausted stops it."""
+
+    max_rounds: int = 3
+    max_subqueries: int = 4
+    max_search_calls: int = 24
+    max_tokens: int = 60_000
+    max_seconds: float = 600.0
+    max_concurrent_calls: int = 2
+    top_k: int = 6
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which collections a run may read (empty: all)."""
+
+    collections: tuple[str, ...] = field(default_factory=tuple)
