@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         from app.ui.main import run_app
 
         return run_app()
-    return int(_command_module(args.command).run(args))
+    status: int = _command_module(args.command).run(args)
+    return status
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Plain frozen dataclasses: no behaviour beyond small derived properties, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Usage:
 ZERO_USAGE = Usage(calls=0)
 
 
-class DocumentStatus(str, Enum):
+class DocumentStatus(StrEnum):
     PENDING = "pending"  # known, not yet (fully) indexed
     INDEXED = "indexed"
     FAILED = "failed"
@@ -111,7 +111,7 @@ class SubQuery:
     parent_id: str = ""
 
 
-class EvidenceStatus(str, Enum):
+class EvidenceStatus(StrEnum):
     SUPPORTING = "supporting"
     CONTRADICTING = "contradicting"
     UNVERIFIED = "unverified"

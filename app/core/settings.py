@@ -107,10 +107,16 @@ class Settings:
 
 def replace_setting(settings: Settings, dotted: str, value: Any) -> Settings:
     """A copy of ``settings`` with one option (``"model.ollama.host"``) changed."""
+    changed: Settings = _replace_nested(settings, dotted, value)
+    return changed
+
+
+def _replace_nested(obj: Any, dotted: str, value: Any) -> Any:
     head, _, rest = dotted.partition(".")
-    if not rest:
-        return dataclasses.replace(settings, **{head: value})
-    return dataclasses.replace(settings, **{head: replace_setting(getattr(settings, head), rest, value)})
+    if not hasattr(obj, head):
+        raise SettingsError(f"Unknown setting '{dotted}'.")
+    new_value = _replace_nested(getattr(obj, head), rest, value) if rest else value
+    return dataclasses.replace(obj, **{head: new_value})
 
 
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
