@@ -30,6 +30,9 @@ def _setup_environment() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    # onnxruntime >= 1.32 on Linux/macOS writes a device id and an event cache under
+    # ~/.cache/Microsoft and uploads telemetry unless this is set before it loads.
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,218 @@
+"""``fathom ask QUESTION``: research a question; progress on stderr, the report on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any, TextIO
+
+from app.research.modes import USER_MODES
+
+# The tiny starter model loops on long outputs: keep its report short.
+STARTER_OPTIONS = {"report_max_tokens": 400}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="what you want to find out")
+    parser.add_argument("--mode", choices=USER_MODES, default=None, help="research mode (default: from settings, deep)")
+    parser.add_argument(
+        "--collection",
+        dest="collections",
+        action="extend",
+        nargs="+",
+        metavar="NAME",
+        default=[],
+        help="search only these collections (default: all)",
+    )
+    parser.add_argument("--max-rounds", type=int, default=None, metavar="N", help="research rounds at most")
+    parser.add_argument("--max-seconds", type=float, default=None, metavar="S", help="wall-time budget")
+    parser.add_argument("--max-tokens", type=int, default=None, metavar="N", help="token budget")
+    parser.add_argument("--json", action="store_true", help="print the whole run (events, evidence) as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_ask(args))
+    except KeyboardInterrupt:
+        print("Stopped. What was found so far is saved; see `fathom history`.", file=sys.stderr)
+        return 130
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from app.core.codec import to_jsonable
+    from app.core.errors import FathomError
+    from app.core.events import Failed, Finished, event_to_dict
+    from app.core.models import Budget, Scope
+    from app.core.paths import app_paths
+    from app.core.settings import load_settings
+    from app.ingest.library import Library
+    from app.llm.factory import make_chat_model_async, starter_notice
+    from app.research.engine import ResearchEngine
+    from app.store.runs import RunStore
+
+    err = sys.stderr
+    paths = app_paths().ensure()
+    settings, problem = load_settings(paths.settings_file)
+    if problem:
+        print(problem, file=err)
+    research = settings.research
+    budget = Budget(
+        max_rounds=args.max_rounds if args.max_rounds is not None else research.max_rounds,
+        max_subqueries=research.max_subqueries,
+        max_search_calls=research.max_search_calls,
+        max_tokens=args.max_tokens if args.max_tokens is not None else research.max_tokens,
+        max_seconds=args.max_seconds if args.max_seconds is not None else research.max_seconds,
+        max_concurrent_calls=research.max_concurrent_calls,
+        top_k=research.top_k,
+    )
+    if budget.max_rounds < 1:
+        print("--max-rounds must be at least 1.", file=err)
+        return 2
+    mode = args.mode or research.mode
+    try:
+        model = await make_chat_model_async(settings)
+    except FathomError as exc:
+        print(f"No model: {exc}", file=err)
+        return 2
+    options: dict[str, Any] = {}
+    notice = starter_notice(model)
+    if notice:
+        print(notice, file=err)
+        options = dict(STARTER_OPTIONS)
+    try:
+        library = Library.open(settings, paths)
+    except FathomError as exc:
+        print(str(exc), file=err)
+        await model.aclose()
+        return 2
+    runs = RunStore.open(paths)
+    events: list[dict[str, Any]] = []
+    final: Finished | Failed | None = None
+    progress = Progress(err, quiet=args.quiet)
+    try:
+        names = await library.collections()
+        known = {c.name for c in names}
+        unknown = [c for c in args.collections if c not in known]
+        if unknown:
+            listing = ", ".join(sorted(known)) or "none yet"
+            print(
+                f"No collection named {', '.join(unknown)}. Collections: {listing}. "
+                "Add documents with `fathom ingest PATH --collection NAME`.",
+                file=err,
+            )
+            return 2
+        if not names:
+            print("The library is empty: add documents first with `fathom ingest PATH`.", file=err)
+            return 2
+        engine = ResearchEngine(model, library, runs)
+        scope = Scope(collections=tuple(args.collections))
+        async for event in engine.run(args.question, mode=mode, scope=scope, budget=budget, options=options):
+            progress.show(event)
+            if args.json:
+                events.append(event_to_dict(event))
+            if isinstance(event, (Finished, Failed)):
+                final = event
+    finally:
+        runs.close()
+        await library.aclose()
+        await model.aclose()
+    if final is None:
+        return 1
+    if args.json:
+        out: dict[str, Any] = {"run_id": final.run_id, "question": args.question, "mode": mode}
+        if isinstance(final, Finished):
+            out.update(
+                status="finished",
+                stop_reason=final.stop_reason,
+                report=to_jsonable(final.report),
+                usage=dataclasses.asdict(final.usage),
+            )
+        else:
+            out.update(status="failed", message=final.message, usage=dataclasses.asdict(final.usage))
+        out["events"] = events
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    elif isinstance(final, Finished):
+        sys.stdout.write(final.report.markdown)
+        if not final.report.markdown.endswith("\n"):
+            sys.stdout.write("\n")
+    if isinstance(final, Failed):
+        print(f"The run failed: {final.message}", file=err)
+        return 1
+    return 0
+
+
+class Progress:
+    """One line per step of the run on stderr: sub-queries, chunks found, tokens."""
+
+    def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
+        self.stream = stream
+        self.quiet = quiet
+        self.evidence = 0
+        self.tokens = 0
+        self.queries: dict[str, str] = {}
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.stream, flush=True)
+
+    def show(self, event: Any) -> None:
+        from app.core.events import (
+            EvidenceAdded,
+            Failed,
+            Finished,
+            Notice,
+            PlanWritten,
+            Reflected,
+            ReportStarted,
+            RoundStarted,
+            RunStarted,
+            SearchFinished,
+            StepFinished,
+            SubQueryPlanned,
+            UsageUpdated,
+        )
+        from app.research.budget import describe_stop
+
+        if isinstance(event, RunStarted):
+            where = ", ".join(event.collections) or "all collections"
+            self.say(f"Researching ({event.mode}, {event.model or 'model'}) over {where}: {event.question}")
+        elif isinstance(event, RoundStarted):
+            self.say(f"Round {event.round_no}")
+        elif isinstance(event, PlanWritten):
+            self.say("Plan:\n" + "\n".join(f"  {i}. {s}" for i, s in enumerate(event.steps, 1)))
+        elif isinstance(event, SubQueryPlanned):
+            self.queries[event.node_id] = event.text
+            self.say(f"  search: {event.text}")
+        elif isinstance(event, SearchFinished):
+            text = self.queries.get(event.node_id, "")
+            self.say(f"    {len(event.hits)} chunks for: {text[:70]}")
+        elif isinstance(event, EvidenceAdded):
+            self.evidence += 1
+        elif isinstance(event, Reflected):
+            if event.done:
+                self.say(f"  enough evidence ({self.evidence} sources, {self.tokens} tokens)")
+            else:
+                self.say(f"  gaps: {'; '.join(event.gap_queries)} ({self.evidence} sources, {self.tokens} tokens)")
+        elif isinstance(event, StepFinished):
+            self.say(f"  step done{' (answered)' if event.answered else ''}: {event.finding[:100]}")
+        elif isinstance(event, Notice):
+            if event.level == "warning":
+                self.say(f"  ! {event.message}")
+        elif isinstance(event, UsageUpdated):
+            self.tokens = event.total.total_tokens
+        elif isinstance(event, ReportStarted):
+            self.say(f"Writing the report from {self.evidence} sources…")
+        elif isinstance(event, Finished):
+            self.say(
+                f"Done in {event.elapsed_s:.1f} s: {describe_stop(event.stop_reason)} "
+                f"{len(event.report.evidence)} sources, {event.usage.calls} model calls, "
+                f"{event.usage.total_tokens} tokens. Run id: {event.run_id}"
+            )
+        elif isinstance(event, Failed):
+            self.say(f"Failed after {event.elapsed_s:.1f} s. Run id: {event.run_id}")

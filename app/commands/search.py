@@ -1,0 +1,81 @@
+"""``fathom search QUERY --collection NAME``: ranked chunks with their source files."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+EXCERPT_CHARS = 320
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="what to look for")
+    parser.add_argument(
+        "--collection",
+        "-c",
+        action="append",
+        metavar="NAME",
+        help="collection to search (repeat for several; default: all)",
+    )
+    parser.add_argument("--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="default: hybrid")
+    parser.add_argument("--top-k", "-k", type=int, default=8, metavar="N", help="how many chunks (default 8)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from app.commands.ingest import open_library, short_path
+    from app.core.errors import FathomError
+
+    if args.top_k < 1:
+        print("--top-k must be at least 1.", file=sys.stderr)
+        return 2
+    library = open_library(sys.stderr)
+    if library is None:
+        return 2
+    try:
+        (hits,) = await library.search([args.query], collections=args.collection, mode=args.mode, top_k=args.top_k)
+    except FathomError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    finally:
+        await library.aclose()
+    if args.json:
+        out = [
+            {
+                "rank": rank,
+                "score": hit.score,
+                "chunk_id": hit.chunk.chunk_id,
+                "collection": hit.chunk.collection,
+                "path": hit.chunk.path,
+                "title": hit.chunk.title,
+                "page": hit.chunk.page,
+                "headings": list(hit.chunk.headings),
+                "text": hit.chunk.text,
+            }
+            for rank, hit in enumerate(hits, 1)
+        ]
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not hits:
+        print("No matching chunks.", file=sys.stderr)
+        return 0
+    for rank, hit in enumerate(hits, 1):
+        chunk = hit.chunk
+        where = short_path(chunk.path)
+        if chunk.page is not None:
+            where += f", page {chunk.page}"
+        print(f"{rank}. [{hit.score:.4f}] {where}")
+        if chunk.headings:
+            print(f"   {chunk.heading_path}")
+        text = " ".join(chunk.text.split())
+        excerpt = text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+        print(f"   {excerpt}")
+        print()
+    return 0

@@ -1,0 +1,51 @@
+"""``fathom show RUN_ID``: print one past research run (its report, or why it failed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID", help="a run id from `fathom history` (a unique prefix is enough)")
+    parser.add_argument("--json", action="store_true", help="print the run with all its events as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from app.core.codec import to_jsonable
+    from app.core.events import event_to_dict
+    from app.core.paths import app_paths
+    from app.research.budget import describe_stop
+    from app.store.runs import RunStore
+
+    store = RunStore.open(app_paths())
+    try:
+        summary = store.get_run(args.run_id)
+        if summary is None:
+            print(f"No research run '{args.run_id}'. List runs with `fathom history`.", file=sys.stderr)
+            return 1
+        if args.json:
+            out = dataclasses.asdict(summary)
+            out["evidence"] = [to_jsonable(e) for e in store.load_evidence(summary.run_id)]
+            out["events"] = [event_to_dict(e) for e in store.load_events(summary.run_id)]
+            json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
+            sys.stdout.write("\n")
+            return 0
+    finally:
+        store.close()
+    print(f"# {summary.question}\n")
+    facts = [f"run {summary.run_id}", f"mode {summary.mode}", f"status {summary.status}"]
+    if summary.model:
+        facts.append(f"model {summary.model}")
+    facts.append(f"{summary.total_tokens} tokens, {summary.calls} model calls, {summary.elapsed_s:.1f} s")
+    print("*" + " · ".join(facts) + "*\n")
+    if summary.status == "failed":
+        print(f"The run failed: {summary.message}")
+        return 0
+    if summary.stop_reason and summary.stop_reason != "completed":
+        print(f"*{describe_stop(summary.stop_reason)}*\n")
+    print(summary.report_markdown or "(no report was written)")
+    return 0

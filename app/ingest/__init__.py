@@ -1,0 +1,1 @@
+"""Folders → files → Docling → chunks → embeddings → store."""

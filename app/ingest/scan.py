@@ -1,0 +1,198 @@
+"""Folders and files in, the files to index out, and a reason for every file left out.
+
+Hidden files and folders, symlink loops, files over the size limit, file types
+Fathom does not read, and names that are not valid UTF-8 are skipped, each
+with a sentence. The walk follows symbolic links but never enters a folder
+twice, so a link that points back up the tree cannot loop.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.ingest.convert import file_kind, supported_types_sentence
+
+
+@dataclass(frozen=True)
+class ScannedFile:
+    path: Path  # absolute, symlinks in the folder path kept as given
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str  # printable (an undecodable name is shown with escapes)
+    reason: str
+
+
+@dataclass
+class ScanResult:
+    files: list[ScannedFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def display_path(path: Path | str) -> str:
+    """A path as text that can be printed and stored (lone surrogates escaped)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def is_valid_name(path: Path) -> bool:
+    try:
+        str(path).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def absolute(path: Path) -> Path:
+    """Absolute and normalised, without resolving symlinks (their names are what the user sees)."""
+    return Path(os.path.abspath(os.path.expanduser(path)))
+
+
+def scan(paths: Sequence[Path], max_file_mb: float) -> ScanResult:
+    """Walk ``paths`` (files or folders); the files to index, sorted, each once."""
+    result = ScanResult()
+    limit = int(max_file_mb * 1024 * 1024)
+    seen_files: set[tuple[int, int]] = set()
+    seen_dirs: set[tuple[int, int]] = set()
+    for given in paths:
+        root = absolute(given)
+        try:
+            info = os.stat(root)
+        except OSError as exc:
+            result.skipped.append(Skipped(display_path(root), _stat_reason(exc, root)))
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            _walk(root, result, limit, seen_files, seen_dirs)
+        else:
+            _consider_file(root, info, result, limit, seen_files)
+    result.files.sort(key=lambda f: os.fsencode(f.path))
+    result.skipped.sort(key=lambda s: s.path)
+    return result
+
+
+def _walk(
+    root: Path,
+    result: ScanResult,
+    limit: int,
+    seen_files: set[tuple[int, int]],
+    seen_dirs: set[tuple[int, int]],
+) -> None:
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.stat(folder)
+        except OSError as exc:
+            result.skipped.append(Skipped(display_path(folder), _stat_reason(exc, folder)))
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key in seen_dirs:
+            if folder.is_symlink():
+                result.skipped.append(
+                    Skipped(display_path(folder), "A symbolic link loop: this folder was already scanned.")
+                )
+            continue
+        seen_dirs.add(key)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: os.fsencode(e.name))
+        except PermissionError:
+            result.skipped.append(Skipped(display_path(folder), "Fathom has no permission to open this folder."))
+            continue
+        except OSError as exc:
+            result.skipped.append(Skipped(display_path(folder), f"The folder could not be read ({exc.strerror})."))
+            continue
+        subfolders = []
+        for entry in entries:
+            path = folder / entry.name
+            if entry.name.startswith("."):
+                kind = "folder" if _is_dir(entry) else "file"
+                result.skipped.append(Skipped(display_path(path), f"Hidden {kind}; Fathom skips hidden items."))
+                continue
+            try:
+                entry_info = os.stat(path)  # follows symlinks
+            except OSError as exc:
+                result.skipped.append(Skipped(display_path(path), _stat_reason(exc, path)))
+                continue
+            if stat.S_ISDIR(entry_info.st_mode):
+                subfolders.append(path)
+            elif stat.S_ISREG(entry_info.st_mode):
+                _consider_file(path, entry_info, result, limit, seen_files)
+            else:
+                result.skipped.append(
+                    Skipped(display_path(path), "Not a regular file (a device, pipe or socket); Fathom skips it.")
+                )
+        stack.extend(reversed(subfolders))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _consider_file(
+    path: Path,
+    info: os.stat_result,
+    result: ScanResult,
+    limit: int,
+    seen_files: set[tuple[int, int]],
+) -> None:
+    key = (info.st_dev, info.st_ino)
+    if key in seen_files:
+        return  # the same file reached twice (given twice, or through a link)
+    seen_files.add(key)
+    if not stat.S_ISREG(info.st_mode):
+        result.skipped.append(Skipped(display_path(path), "Not a regular file; Fathom skips it."))
+        return
+    if not is_valid_name(path):
+        result.skipped.append(
+            Skipped(
+                display_path(path),
+                "The file name is not valid UTF-8, so Fathom cannot record it; rename the file to add it.",
+            )
+        )
+        return
+    if file_kind(path) is None:
+        result.skipped.append(
+            Skipped(
+                display_path(path),
+                f"Fathom does not read '{path.suffix.lower() or path.name}' files. {supported_types_sentence()}",
+            )
+        )
+        return
+    if info.st_size > limit:
+        size_mb = info.st_size / (1024 * 1024)
+        result.skipped.append(
+            Skipped(
+                display_path(path),
+                f"The file is {size_mb:.0f} MB, over the {limit // (1024 * 1024)} MB limit "
+                "(raise ingest.max_file_mb in Settings to include it).",
+            )
+        )
+        return
+    result.files.append(ScannedFile(path=path, size=info.st_size, mtime=info.st_mtime))
+
+
+def _stat_reason(exc: OSError, path: Path) -> str:
+    if exc.errno == errno.ELOOP:
+        return "A symbolic link loop: the link points back to itself."
+    if exc.errno == errno.ENOENT:
+        if os.path.islink(path):
+            return "A broken symbolic link: its target does not exist."
+        return "The path does not exist."
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "Fathom has no permission to read this."
+    return f"The path could not be read ({exc.strerror})."

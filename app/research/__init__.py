@@ -1,0 +1,1 @@
+"""The research engine: modes, prompts, budgets, evidence and citations."""

@@ -1,0 +1,104 @@
+"""Budgets of one research run: counters, and the first limit exhausted by name.
+
+The run stops at the first exhausted budget and says which: ``BudgetHit``
+carries the budget's name (``max_rounds``, ``max_search_calls``,
+``max_tokens``, ``max_seconds``), which becomes the run's ``stop_reason``.
+``max_subqueries`` caps each round (a cap, not a stop) and
+``max_concurrent_calls`` limits parallel model calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from app.core.errors import BudgetExhausted
+from app.core.models import Budget
+
+BUDGET_LABELS: dict[str, str] = {
+    "max_rounds": "rounds",
+    "max_subqueries": "sub-queries per round",
+    "max_search_calls": "search calls",
+    "max_tokens": "tokens",
+    "max_seconds": "wall time",
+}
+
+
+class BudgetHit(BudgetExhausted):
+    """A budget ran out; ``budget`` is its name, e.g. ``"max_tokens"``."""
+
+    def __init__(self, budget: str, detail: str = "") -> None:
+        label = BUDGET_LABELS.get(budget, budget)
+        message = f"The {label} budget ({budget}) ran out"
+        super().__init__(f"{message}: {detail}." if detail else f"{message}.")
+        self.budget = budget
+
+
+def describe_stop(stop_reason: str) -> str:
+    """A sentence for a run's stop reason."""
+    if stop_reason == "completed":
+        return "The run finished: the model judged the evidence sufficient or found no new gaps."
+    if stop_reason == "cancelled":
+        return "The run was stopped before it finished; what it found so far is kept."
+    label = BUDGET_LABELS.get(stop_reason)
+    if label:
+        return f"The run stopped because its {label} budget ({stop_reason}) ran out."
+    return f"The run stopped: {stop_reason}."
+
+
+class BudgetTracker:
+    """Counts what a run has used against its :class:`Budget`."""
+
+    def __init__(self, budget: Budget, clock: Callable[[], float] = time.monotonic) -> None:
+        self.budget = budget
+        self._clock = clock
+        self.started = clock()
+        self.rounds = 0
+        self.search_calls = 0
+        self.tokens = 0
+
+    @property
+    def elapsed(self) -> float:
+        return self._clock() - self.started
+
+    @property
+    def seconds_left(self) -> float:
+        return self.budget.max_seconds - self.elapsed
+
+    @property
+    def search_calls_left(self) -> int:
+        return max(0, self.budget.max_search_calls - self.search_calls)
+
+    def exhausted(self) -> str | None:
+        """The name of the first exhausted budget (time, tokens, search calls), or None."""
+        if self.seconds_left <= 0:
+            return "max_seconds"
+        if self.tokens >= self.budget.max_tokens:
+            return "max_tokens"
+        if self.search_calls >= self.budget.max_search_calls:
+            return "max_search_calls"
+        return None
+
+    def check(self) -> None:
+        """Raise :class:`BudgetHit` for the first exhausted budget."""
+        name = self.exhausted()
+        if name is not None:
+            raise BudgetHit(name, self._detail(name))
+
+    def start_round(self) -> int:
+        """Count a new round (1-based); raise when ``max_rounds`` are done or another budget is out."""
+        self.check()
+        if self.rounds >= self.budget.max_rounds:
+            raise BudgetHit("max_rounds", f"{self.rounds} of {self.budget.max_rounds} rounds done")
+        self.rounds += 1
+        return self.rounds
+
+    def _detail(self, name: str) -> str:
+        b = self.budget
+        if name == "max_seconds":
+            return f"{self.elapsed:.1f} s used of {b.max_seconds:g} s"
+        if name == "max_tokens":
+            return f"{self.tokens} tokens used of {b.max_tokens}"
+        if name == "max_search_calls":
+            return f"{self.search_calls} searches used of {b.max_search_calls}"
+        return ""

@@ -1,0 +1,92 @@
+"""The evidence table of a run: relevant chunks numbered ``[1]``, ``[2]``, …
+
+A chunk is registered once (de-duplicated by chunk id); its number is what
+the report cites. The registry also keeps the full chunk text, which the
+report writer and the citation check read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from app.core.models import Chunk, Evidence, EvidenceStatus
+
+QUOTE_CHARS = 400
+
+
+def quote_of(text: str, max_chars: int = QUOTE_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars].rsplit(" ", 1)[0] + " …"
+
+
+class EvidenceRegistry:
+    """Evidence by number and by chunk id."""
+
+    def __init__(self) -> None:
+        self._by_number: dict[int, Evidence] = {}
+        self._by_chunk: dict[str, int] = {}
+        self._chunks: dict[str, Chunk] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_number)
+
+    def __contains__(self, number: object) -> bool:
+        return number in self._by_number
+
+    def add(self, chunk: Chunk, subquery: str) -> tuple[Evidence, bool]:
+        """Register ``chunk``; returns its evidence and whether it is new."""
+        number = self._by_chunk.get(chunk.chunk_id)
+        if number is not None:
+            return self._by_number[number], False
+        number = len(self._by_number) + 1
+        evidence = Evidence(
+            number=number,
+            chunk_id=chunk.chunk_id,
+            subquery=subquery,
+            quote=quote_of(chunk.text),
+            path=chunk.path,
+            page=chunk.page,
+            collection=chunk.collection,
+            title=chunk.title or chunk.heading_path,
+        )
+        self._by_number[number] = evidence
+        self._by_chunk[chunk.chunk_id] = number
+        self._chunks[chunk.chunk_id] = chunk
+        return evidence, True
+
+    def get(self, number: int) -> Evidence | None:
+        return self._by_number.get(number)
+
+    def number_of(self, chunk_id: str) -> int | None:
+        return self._by_chunk.get(chunk_id)
+
+    def chunk(self, number: int) -> Chunk | None:
+        evidence = self._by_number.get(number)
+        return None if evidence is None else self._chunks.get(evidence.chunk_id)
+
+    def text(self, number: int) -> str:
+        chunk = self.chunk(number)
+        return "" if chunk is None else chunk.text
+
+    def set_status(self, number: int, status: EvidenceStatus) -> None:
+        evidence = self._by_number.get(number)
+        if evidence is not None:
+            self._by_number[number] = dataclasses.replace(evidence, status=status)
+
+    def all(self) -> tuple[Evidence, ...]:
+        return tuple(self._by_number[n] for n in sorted(self._by_number))
+
+    def numbers(self) -> list[int]:
+        return sorted(self._by_number)
+
+    def chunks(self, numbers: Iterable[int] | None = None) -> list[tuple[int, Chunk]]:
+        wanted = self.numbers() if numbers is None else numbers
+        out = []
+        for n in wanted:
+            chunk = self.chunk(n)
+            if chunk is not None:
+                out.append((n, chunk))
+        return out

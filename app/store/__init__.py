@@ -1,0 +1,1 @@
+"""Storage: Milvus (Lite file or server) for vectors and BM25, SQLite for the catalog."""

@@ -1,0 +1,373 @@
+"""The catalog: which collections exist, which files each holds and in what state.
+
+SQLite through sqlite-utils, in WAL mode, at ``AppPaths.catalog_file``. The
+research-run tables of ``app/store/runs.py`` share the file; the tables here
+are ``collections``, ``documents``, ``ingest_roots`` and ``ingest_runs``.
+
+One connection guarded by a lock, so any thread may call any method.
+
+Crash consistency rests on one rule kept by the ingest pipeline: a document is
+``pending`` from before its chunks go to Milvus until after they are all
+there; so on start, a pending document's chunks may be partial and are redone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from app.core.errors import CollectionNotFound, StoreError
+from app.core.models import Collection, Document, DocumentStatus
+
+_COLLECTIONS = "collections"
+_DOCUMENTS = "documents"
+_ROOTS = "ingest_roots"
+_RUNS = "ingest_runs"
+
+
+@dataclass(frozen=True)
+class IngestRun:
+    run_id: int
+    collection: str
+    started: float
+    finished: float | None
+    status: str  # running | finished | cancelled | interrupted
+    indexed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    removed: int = 0
+    chunks: int = 0
+
+
+class Catalog:
+    """Collections, documents, ingest roots and ingest runs in SQLite."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        try:
+            conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
+        except sqlite3.Error as exc:
+            raise StoreError(f"The catalog {path} could not be opened ({exc}).") from exc
+        self._lock = threading.RLock()
+        self._conn = conn
+        self.db = sqlite_utils.Database(conn)
+        try:
+            conn.execute("PRAGMA busy_timeout = 10000")
+            self.db.enable_wal()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._create_tables()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(
+                f"The catalog {path} is damaged ({exc}).",
+                "Move it away to start an empty catalog; the documents will need to be added again.",
+            ) from exc
+
+    def _create_tables(self) -> None:
+        db = self.db
+        with self._lock, self._conn:
+            db.table(_COLLECTIONS).create(
+                {
+                    "name": str,
+                    "description": str,
+                    "embedding_model": str,
+                    "dimension": int,
+                    "created": float,
+                    "updated": float,
+                },
+                pk="name",
+                not_null={"name"},
+                defaults={"description": "", "embedding_model": "", "dimension": 0},
+                if_not_exists=True,
+            )
+            db.table(_DOCUMENTS).create(
+                {
+                    "doc_id": str,
+                    "collection": str,
+                    "path": str,
+                    "content_hash": str,
+                    "size": int,
+                    "mtime": float,
+                    "status": str,
+                    "error": str,
+                    "chunk_count": int,
+                    "title": str,
+                    "updated": float,
+                },
+                pk="doc_id",
+                not_null={"doc_id", "collection", "path", "status"},
+                defaults={"content_hash": "", "error": "", "chunk_count": 0, "title": "", "size": 0},
+                if_not_exists=True,
+            )
+            db.table(_DOCUMENTS).create_index(["collection", "path"], unique=True, if_not_exists=True)
+            db.table(_DOCUMENTS).create_index(["collection", "status"], if_not_exists=True)
+            db.table(_DOCUMENTS).create_index(["collection", "content_hash"], if_not_exists=True)
+            db.table(_ROOTS).create(
+                {"collection": str, "path": str, "added": float},
+                pk=("collection", "path"),
+                if_not_exists=True,
+            )
+            db.table(_RUNS).create(
+                {
+                    "run_id": int,
+                    "collection": str,
+                    "started": float,
+                    "finished": float,
+                    "status": str,
+                    "indexed": int,
+                    "unchanged": int,
+                    "skipped": int,
+                    "failed": int,
+                    "removed": int,
+                    "chunks": int,
+                },
+                pk="run_id",
+                if_not_exists=True,
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Several writes as one (rolled back together on error)."""
+        with self._lock, self._conn:
+            yield
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- collections ------------------------------------------------------------
+
+    def collection(self, name: str) -> Collection | None:
+        with self._lock:
+            rows = list(self.db.query(f"select * from {_COLLECTIONS} where name = ?", [name]))
+            if not rows:
+                return None
+            return self._collection_from_row(rows[0])
+
+    def require_collection(self, name: str) -> Collection:
+        found = self.collection(name)
+        if found is None:
+            names = ", ".join(c.name for c in self.collections()) or "none yet"
+            raise CollectionNotFound(f"There is no collection named '{name}' (collections: {names}).")
+        return found
+
+    def collections(self) -> list[Collection]:
+        with self._lock:
+            return [
+                self._collection_from_row(row)
+                for row in self.db.query(f"select * from {_COLLECTIONS} order by name collate nocase")
+            ]
+
+    def _collection_from_row(self, row: dict[str, Any]) -> Collection:
+        counts = next(
+            iter(
+                self.db.query(
+                    f"select count(*) as documents, coalesce(sum(chunk_count), 0) as chunks "
+                    f"from {_DOCUMENTS} where collection = ? and status = ?",
+                    [row["name"], DocumentStatus.INDEXED.value],
+                )
+            )
+        )
+        return Collection(
+            name=row["name"],
+            description=row["description"] or "",
+            embedding_model=row["embedding_model"] or "",
+            dimension=int(row["dimension"] or 0),
+            documents=int(counts["documents"]),
+            chunks=int(counts["chunks"]),
+        )
+
+    def create_collection(
+        self, name: str, description: str = "", embedding_model: str = "", dimension: int = 0
+    ) -> Collection:
+        now = time.time()
+        with self.transaction():
+            self.db.table(_COLLECTIONS).insert(
+                {
+                    "name": name,
+                    "description": description,
+                    "embedding_model": embedding_model,
+                    "dimension": dimension,
+                    "created": now,
+                    "updated": now,
+                },
+                ignore=True,
+            )
+        return self.require_collection(name)
+
+    def set_description(self, name: str, description: str) -> None:
+        self.require_collection(name)
+        with self.transaction():
+            self.db.table(_COLLECTIONS).update(name, {"description": description, "updated": time.time()})
+
+    def set_embedding(self, name: str, embedding_model: str, dimension: int) -> None:
+        self.require_collection(name)
+        with self.transaction():
+            self.db.table(_COLLECTIONS).update(
+                name, {"embedding_model": embedding_model, "dimension": dimension, "updated": time.time()}
+            )
+
+    def delete_collection(self, name: str) -> None:
+        with self.transaction():
+            self._conn.execute(f"delete from {_DOCUMENTS} where collection = ?", [name])
+            self._conn.execute(f"delete from {_ROOTS} where collection = ?", [name])
+            self._conn.execute(f"delete from {_COLLECTIONS} where name = ?", [name])
+
+    # -- documents --------------------------------------------------------------
+
+    def documents(self, collection: str, statuses: Iterable[DocumentStatus] | None = None) -> list[Document]:
+        sql = f"select * from {_DOCUMENTS} where collection = ?"
+        params: list[Any] = [collection]
+        if statuses is not None:
+            wanted = [s.value for s in statuses]
+            sql += f" and status in ({', '.join('?' for _ in wanted)})"
+            params += wanted
+        sql += " order by path"
+        with self._lock:
+            return [_document_from_row(row) for row in self.db.query(sql, params)]
+
+    def document(self, doc_id: str) -> Document | None:
+        with self._lock:
+            rows = list(self.db.query(f"select * from {_DOCUMENTS} where doc_id = ?", [doc_id]))
+        return _document_from_row(rows[0]) if rows else None
+
+    def documents_by_id(self, doc_ids: Sequence[str]) -> dict[str, Document]:
+        found: dict[str, Document] = {}
+        ids = list(dict.fromkeys(doc_ids))
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                sql = f"select * from {_DOCUMENTS} where doc_id in ({', '.join('?' for _ in part)})"
+                for row in self.db.query(sql, part):
+                    found[row["doc_id"]] = _document_from_row(row)
+        return found
+
+    def pending_documents(self) -> list[Document]:
+        with self._lock:
+            return [
+                _document_from_row(row)
+                for row in self.db.query(
+                    f"select * from {_DOCUMENTS} where status = ? order by collection, path",
+                    [DocumentStatus.PENDING.value],
+                )
+            ]
+
+    def save_documents(self, documents: Sequence[Document]) -> None:
+        """Insert or replace these documents, all in one transaction."""
+        if not documents:
+            return
+        now = time.time()
+        with self.transaction():
+            self.db.table(_DOCUMENTS).upsert_all([_document_to_row(d, now) for d in documents], pk="doc_id")
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        with self.transaction():
+            for doc_id in doc_ids:
+                self._conn.execute(f"delete from {_DOCUMENTS} where doc_id = ?", [doc_id])
+
+    # -- ingest roots (what a re-scan walks again) --------------------------------
+
+    def add_roots(self, collection: str, paths: Sequence[str]) -> None:
+        now = time.time()
+        with self.transaction():
+            self.db.table(_ROOTS).upsert_all(
+                [{"collection": collection, "path": p, "added": now} for p in paths], pk=("collection", "path")
+            )
+
+    def roots(self, collection: str) -> list[str]:
+        with self._lock:
+            return [
+                row["path"]
+                for row in self.db.query(f"select path from {_ROOTS} where collection = ? order by path", [collection])
+            ]
+
+    def remove_root(self, collection: str, path: str) -> None:
+        with self.transaction():
+            self._conn.execute(f"delete from {_ROOTS} where collection = ? and path = ?", [collection, path])
+
+    # -- ingest runs --------------------------------------------------------------
+
+    def start_run(self, collection: str) -> int:
+        with self.transaction():
+            table = self.db.table(_RUNS)
+            table.insert({"collection": collection, "started": time.time(), "status": "running"})
+            return int(table.last_pk or 0)
+
+    def finish_run(self, run_id: int, status: str, **counts: int) -> None:
+        with self.transaction():
+            self.db.table(_RUNS).update(run_id, {"finished": time.time(), "status": status, **counts})
+
+    def mark_interrupted_runs(self) -> int:
+        """Runs still 'running' at start were cut short by a crash or a kill."""
+        with self.transaction():
+            cursor = self._conn.execute(
+                f"update {_RUNS} set status = 'interrupted' where status = 'running'",
+            )
+            return int(cursor.rowcount)
+
+    def runs(self, collection: str | None = None, limit: int = 20) -> list[IngestRun]:
+        sql = f"select * from {_RUNS}"
+        params: list[Any] = []
+        if collection is not None:
+            sql += " where collection = ?"
+            params.append(collection)
+        sql += " order by run_id desc limit ?"
+        params.append(limit)
+        with self._lock:
+            return [
+                IngestRun(
+                    run_id=row["run_id"],
+                    collection=row["collection"],
+                    started=row["started"],
+                    finished=row["finished"],
+                    status=row["status"],
+                    indexed=row["indexed"] or 0,
+                    unchanged=row["unchanged"] or 0,
+                    skipped=row["skipped"] or 0,
+                    failed=row["failed"] or 0,
+                    removed=row["removed"] or 0,
+                    chunks=row["chunks"] or 0,
+                )
+                for row in self.db.query(sql, params)
+            ]
+
+
+def _document_to_row(doc: Document, now: float) -> dict[str, Any]:
+    return {
+        "doc_id": doc.doc_id,
+        "collection": doc.collection,
+        "path": doc.path,
+        "content_hash": doc.content_hash,
+        "size": doc.size,
+        "mtime": doc.mtime,
+        "status": doc.status.value,
+        "error": doc.error,
+        "chunk_count": doc.chunk_count,
+        "title": doc.title,
+        "updated": now,
+    }
+
+
+def _document_from_row(row: dict[str, Any]) -> Document:
+    return Document(
+        doc_id=row["doc_id"],
+        collection=row["collection"],
+        path=row["path"],
+        content_hash=row["content_hash"] or "",
+        size=int(row["size"] or 0),
+        mtime=float(row["mtime"] or 0.0),
+        status=DocumentStatus(row["status"]),
+        error=row["error"] or "",
+        chunk_count=int(row["chunk_count"] or 0),
+        title=row["title"] or "",
+    )

@@ -1,0 +1,91 @@
+"""One Fathom process per data dir.
+
+The window and the CLI take this lock before they open the store, so a second
+Fathom on the same data dir gets a sentence instead of a stack trace. The lock
+is an OS file lock (``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows):
+the OS drops it when the holder closes it or dies, so a crash never leaves a
+stale lock behind. The file keeps the holder's process id, for the curious.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from app.core.errors import StoreLocked
+from app.core.paths import AppPaths
+
+LOCKED_MESSAGE = "This library is already open by another Fathom window."
+LOCKED_HINT = (
+    "Close the other Fathom window (or wait for its ingest to finish) and try again; "
+    "to run two at once, give the second its own data folder with FATHOM_HOME."
+)
+
+
+class InstanceLock:
+    """A held lock on ``AppPaths.lock_file``; release with :meth:`close`."""
+
+    def __init__(self, fd: int, path: str) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            _unlock(fd)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> InstanceLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def acquire_instance_lock(paths: AppPaths) -> InstanceLock:
+    """Take the data dir's lock without waiting; raise StoreLocked if another process has it."""
+    paths.data_dir.mkdir(parents=True, exist_ok=True)
+    path = str(paths.lock_file)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _lock(fd)
+    except OSError:
+        os.close(fd)
+        raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        pass  # the pid is a courtesy; the lock itself is what counts
+    return InstanceLock(fd, path)
+
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        except OSError:
+            pass
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)

@@ -1,0 +1,1 @@
+"""The PySide6 window. The only package that imports Qt."""

@@ -1,0 +1,61 @@
+"""Reads the research history off the GUI thread.
+
+``RunStore`` is a SQLite connection, usable only from the thread that opened
+it; this wrapper opens its own on one dedicated worker thread and runs every
+call there, so listing and replaying runs never blocks the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from app.core.events import Event
+from app.core.paths import AppPaths
+
+if TYPE_CHECKING:
+    from app.store.runs import RunStore, RunSummary
+
+T = TypeVar("T")
+
+
+class HistoryStore:
+    def __init__(self, paths: AppPaths) -> None:
+        self._paths = paths
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-history")
+        self._store: RunStore | None = None
+
+    def _open(self) -> RunStore:
+        if self._store is None:
+            from app.store.runs import RunStore
+
+            self._store = RunStore.open(self._paths)
+        return self._store
+
+    async def _call(self, fn: Callable[[RunStore], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._open()))
+
+    async def list_runs(self, limit: int = 200) -> list[RunSummary]:
+        return await self._call(lambda store: store.list_runs(limit))
+
+    async def load_events(self, run_id: str) -> list[Event]:
+        return await self._call(lambda store: store.load_events(run_id))
+
+    async def get_run(self, run_id: str) -> RunSummary | None:
+        return await self._call(lambda store: store.get_run(run_id))
+
+    async def delete_run(self, run_id: str) -> bool:
+        return await self._call(lambda store: store.delete_run(run_id))
+
+    async def aclose(self) -> None:
+        def close(_: Any) -> None:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, close, None)
+        self._executor.shutdown(wait=False)

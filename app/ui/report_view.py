@@ -1,0 +1,169 @@
+"""The report pane: Markdown rendered as it streams, citations as links.
+
+Deltas are buffered and the document is re-rendered at most every
+``RENDER_INTERVAL_MS`` (a re-render of a long report costs a few ms; doing it
+per token would stall the window). Citations ``[n]`` become ``cite:n``
+links; clicking one emits :attr:`ReportView.citationClicked`. Citations the
+checker found unsupported, or that name no source, are drawn struck out in
+red with a tooltip. Nothing is ever loaded from outside: ``loadResource``
+refuses every URL, so a report cannot make the window fetch anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QTimer, QUrl, Signal
+from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from app.ui.citations import balance_fences, citation_number, cited_numbers, linkify_citations
+from app.ui.theme import unsupported_colour
+
+RENDER_INTERVAL_MS = 150
+
+
+class ReportView(QTextBrowser):
+    citationClicked = Signal(int)
+    externalLinkClicked = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("report")
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setReadOnly(True)
+        self.setPlaceholderText("The report appears here as it is written.")
+        self.anchorClicked.connect(self._on_anchor)
+        self._markdown = ""
+        self._dirty = False
+        self._unsupported: dict[int, str] = {}
+        self._known: set[int] | None = None
+        self.render_count = 0
+        self._timer = QTimer(self)
+        self._timer.setInterval(RENDER_INTERVAL_MS)
+        self._timer.timeout.connect(self._flush)
+
+    # -- content ----------------------------------------------------------
+    def markdown_text(self) -> str:
+        return self._markdown
+
+    def clear_report(self) -> None:
+        self._markdown = ""
+        self._unsupported.clear()
+        self._known = None
+        self._dirty = False
+        self._timer.stop()
+        self.clear()
+
+    def append_markdown(self, delta: str) -> None:
+        """Add streamed text; the view catches up on the next render tick."""
+        self._markdown += delta
+        self._dirty = True
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def set_markdown_text(self, markdown: str) -> None:
+        """Replace the whole report and render now (finished runs, replays)."""
+        self._markdown = markdown
+        self._dirty = True
+        self._flush()
+
+    def set_known_citations(self, numbers: set[int]) -> None:
+        """The source numbers that exist; a citation outside them is flagged."""
+        self._known = set(numbers)
+        self._dirty = True
+        self._schedule()
+
+    def mark_citation(self, number: int, supported: bool | None, note: str = "") -> None:
+        if supported is False:
+            self._unsupported[number] = note or "The checker found no support for this claim in the source."
+        else:
+            self._unsupported.pop(number, None)
+        self._dirty = True
+        self._schedule()
+
+    def unsupported_citations(self) -> dict[int, str]:
+        flagged = dict(self._unsupported)
+        if self._known is not None:
+            for n in cited_numbers(self._markdown):
+                if n not in self._known:
+                    flagged.setdefault(n, "No source with this number.")
+        return flagged
+
+    def flush(self) -> None:
+        """Render pending text now."""
+        self._flush()
+
+    # -- rendering --------------------------------------------------------
+    def _schedule(self) -> None:
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _flush(self) -> None:
+        if not self._dirty:
+            self._timer.stop()
+            return
+        self._dirty = False
+        bar = self.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 4
+        keep = bar.value()
+        self.document().setMarkdown(linkify_citations(balance_fences(self._markdown)))
+        self._format_citations()
+        self.render_count += 1
+        bar.setValue(bar.maximum() if at_bottom else keep)
+
+    def _format_citations(self) -> None:
+        flagged = self.unsupported_citations()
+        doc = self.document()
+        block = doc.begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                if fragment.isValid():
+                    fmt = fragment.charFormat()
+                    number = citation_number(fmt.anchorHref()) if fmt.isAnchor() else None
+                    if number is not None:
+                        cursor = QTextCursor(doc)
+                        cursor.setPosition(fragment.position())
+                        cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                        extra = QTextCharFormat()
+                        if number in flagged:
+                            extra.setForeground(unsupported_colour())
+                            extra.setFontStrikeOut(True)
+                            extra.setToolTip(f"Unsupported citation [{number}]: {flagged[number]}")
+                        else:
+                            extra.setToolTip(f"Show source [{number}]")
+                        cursor.mergeCharFormat(extra)
+                it += 1
+            block = block.next()
+
+    # -- links and resources ----------------------------------------------
+    def _on_anchor(self, url: QUrl) -> None:
+        number = citation_number(url.toString())
+        if number is not None:
+            self.citationClicked.emit(number)
+        else:
+            self.externalLinkClicked.emit(url.toString())
+
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
+        """Refuse every resource: a rendered report never loads anything, local or remote."""
+        return None
+
+    def citation_anchor_positions(self) -> dict[int, int]:
+        """Where each citation link starts in the document (tests, keyboard navigation)."""
+        found: dict[int, int] = {}
+        doc: QTextDocument = self.document()
+        block = doc.begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                if fragment.isValid() and fragment.charFormat().isAnchor():
+                    number = citation_number(fragment.charFormat().anchorHref())
+                    if number is not None:
+                        found.setdefault(number, fragment.position())
+                it += 1
+            block = block.next()
+        return found

@@ -1,0 +1,239 @@
+"""The research panel: the question, mode, scope and budget; Run and Stop;
+the live tree with a detail pane for the selected node."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QToolButton,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.models import Budget, Collection, Scope
+from app.core.settings import ResearchSettings
+from app.ui.tree_model import DETAIL_ROLE, KIND_ROLE, ResearchTreeModel
+
+MODES: dict[str, str] = {
+    "deep": "Deep: decompose, search, judge, reflect on gaps, repeat, then write a cited report",
+    "plan": "Plan: read an overview, write a step plan, run the steps, stop when answered",
+    "table": "Table: find entities and fill a table of their attributes, each cell cited",
+    "hds": "HDS: a reasoning model searches in its own thinking (for reasoning models)",
+    "quick": "Quick: one search for the question, then a cited answer",
+}
+
+
+class QuestionEdit(QPlainTextEdit):
+    """Ctrl+Enter runs (handled by the window's shortcut); plain Enter is a new line."""
+
+
+class ResearchPanel(QWidget):
+    runRequested = Signal()
+    stopRequested = Signal()
+
+    def __init__(self, model: ResearchTreeModel, defaults: ResearchSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tree_model = model
+        self._collections: list[str] = []
+        self._build(defaults)
+        self.set_running(False)
+
+    def _build(self, defaults: ResearchSettings) -> None:
+        title = QLabel("Research")
+        title.setObjectName("panelTitle")
+        self.question = QuestionEdit()
+        self.question.setObjectName("question")
+        self.question.setPlaceholderText("Ask a question about your documents…  (Ctrl+Enter runs, Esc stops)")
+        self.question.setMaximumHeight(84)
+
+        self.mode = QComboBox()
+        self.mode.setObjectName("mode")
+        for name, tip in MODES.items():
+            self.mode.addItem(name, name)
+            self.mode.setItemData(self.mode.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.mode.setCurrentIndex(max(0, self.mode.findData(defaults.mode)))
+
+        self.scope_button = QToolButton()
+        self.scope_button.setObjectName("scope")
+        self.scope_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.scope_menu = QMenu(self.scope_button)
+        self.scope_button.setMenu(self.scope_menu)
+        self._scope_actions: dict[str, QAction] = {}
+        self._update_scope_label()
+
+        self.rounds = _spin(1, 20, defaults.max_rounds, "Most research rounds")
+        self.subqueries = _spin(1, 16, defaults.max_subqueries, "Most sub-queries per round")
+        self.max_tokens = _spin(1_000, 2_000_000, defaults.max_tokens, "Most tokens the run may spend", step=5_000)
+        self.max_minutes = _spin(1, 240, max(1, round(defaults.max_seconds / 60)), "Most minutes the run may take")
+        self.top_k = _spin(1, 50, defaults.top_k, "Chunks retrieved per search")
+        self._defaults = defaults
+
+        self.run_button = QPushButton("Run")
+        self.run_button.setObjectName("runButton")
+        self.run_button.setToolTip("Run the research (Ctrl+Enter)")
+        self.run_button.setDefault(True)
+        self.run_button.clicked.connect(self.runRequested)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setObjectName("stopButton")
+        self.stop_button.setToolTip("Stop the run and keep what it found (Esc)")
+        self.stop_button.clicked.connect(self.stopRequested)
+
+        form = QFormLayout()
+        row = QHBoxLayout()
+        row.addWidget(self.mode)
+        row.addWidget(QLabel("in"))
+        row.addWidget(self.scope_button, 1)
+        form.addRow("Mode", row)
+        budget = QHBoxLayout()
+        for label, spin in (("rounds", self.rounds), ("queries", self.subqueries), ("top-k", self.top_k)):
+            budget.addWidget(spin)
+            budget.addWidget(QLabel(label))
+        budget.addStretch(1)
+        form.addRow("Budget", budget)
+        limits = QHBoxLayout()
+        limits.addWidget(self.max_tokens)
+        limits.addWidget(QLabel("tokens"))
+        limits.addWidget(self.max_minutes)
+        limits.addWidget(QLabel("min"))
+        limits.addStretch(1)
+        form.addRow("Limits", limits)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.run_button)
+
+        self.tree = QTreeView()
+        self.tree.setObjectName("researchTree")
+        self.tree.setModel(self.tree_model)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.tree.header().setStretchLastSection(False)
+        self.tree.header().resizeSection(1, 150)
+        self.tree.header().resizeSection(2, 130)
+        self.tree_model.rowsInserted.connect(self._expand_new)
+        self.tree.selectionModel().currentChanged.connect(self._show_detail)
+        self.detail = QPlainTextEdit()
+        self.detail.setObjectName("nodeDetail")
+        self.detail.setReadOnly(True)
+        self.detail.setPlaceholderText("Select a node to read its full text, the model's reasoning or a chunk.")
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.tree)
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 4)
+        split.setStretchFactor(1, 1)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(title)
+        layout.addWidget(self.question)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(split, 1)
+
+    # -- state ------------------------------------------------------------
+    def set_running(self, running: bool, ready: bool = True) -> None:
+        self.run_button.setEnabled(ready and not running)
+        self.stop_button.setEnabled(running)
+        for widget in (
+            self.mode,
+            self.scope_button,
+            self.rounds,
+            self.subqueries,
+            self.max_tokens,
+            self.max_minutes,
+            self.top_k,
+        ):
+            widget.setEnabled(not running)
+
+    def set_collections(self, collections: list[Collection]) -> None:
+        checked = {name for name, action in self._scope_actions.items() if action.isChecked()}
+        self.scope_menu.clear()
+        self._scope_actions.clear()
+        for collection in collections:
+            action = QAction(f"{collection.name} ({collection.documents} documents)", self.scope_menu)
+            action.setCheckable(True)
+            action.setChecked(collection.name in checked)
+            action.setData(collection.name)
+            if collection.description:
+                action.setToolTip(collection.description)
+            action.toggled.connect(self._update_scope_label)
+            self.scope_menu.addAction(action)
+            self._scope_actions[collection.name] = action
+        self._collections = [c.name for c in collections]
+        self._update_scope_label()
+
+    def set_scope(self, names: list[str]) -> None:
+        for name, action in self._scope_actions.items():
+            action.setChecked(name in names)
+        self._update_scope_label()
+
+    def _update_scope_label(self, *_: object) -> None:
+        chosen = self.scope().collections
+        if not chosen:
+            self.scope_button.setText("all collections")
+        else:
+            self.scope_button.setText(", ".join(chosen))
+
+    # -- what to run ------------------------------------------------------
+    def question_text(self) -> str:
+        return self.question.toPlainText().strip()
+
+    def mode_name(self) -> str:
+        return str(self.mode.currentData())
+
+    def scope(self) -> Scope:
+        return Scope(tuple(name for name, action in self._scope_actions.items() if action.isChecked()))
+
+    def budget(self) -> Budget:
+        d = self._defaults
+        return Budget(
+            max_rounds=self.rounds.value(),
+            max_subqueries=self.subqueries.value(),
+            max_search_calls=max(d.max_search_calls, self.rounds.value() * self.subqueries.value()),
+            max_tokens=self.max_tokens.value(),
+            max_seconds=float(self.max_minutes.value() * 60),
+            max_concurrent_calls=d.max_concurrent_calls,
+            top_k=self.top_k.value(),
+        )
+
+    # -- tree -------------------------------------------------------------
+    def _expand_new(self, parent: QModelIndex, first: int, last: int) -> None:
+        if parent.isValid():
+            self.tree.expand(parent)
+        for row in range(first, last + 1):
+            index = self.tree_model.index(row, 0, parent)
+            if index.data(KIND_ROLE) in ("round", "subquery", "plan", "reflection"):
+                self.tree.expand(index)
+
+    def _show_detail(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if not current.isValid():
+            self.detail.clear()
+            return
+        first = current.siblingAtColumn(0)
+        text = first.data(DETAIL_ROLE) or ""
+        label = first.data(Qt.ItemDataRole.DisplayRole) or ""
+        self.detail.setPlainText(text or label)
+
+
+def _spin(low: int, high: int, value: int, tip: str, step: int = 1) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setValue(max(low, min(high, value)))
+    spin.setToolTip(tip)
+    spin.setGroupSeparatorShown(True)
+    return spin

@@ -1,0 +1,175 @@
+"""Shows one research run (live or replayed) in the tree, the report and the table.
+
+Events are folded into the engine's ``TreeBuilder`` as they arrive (cheap);
+the Qt model is brought up to date once per frame (``FRAME_MS``) from the
+builder's tree, so a burst of events costs one diff, not one repaint each.
+Report deltas go to the report view, which re-renders on its own throttle.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.core.events import (
+    CitationChecked,
+    EvidenceAdded,
+    Failed,
+    Finished,
+    Notice,
+    ReportDelta,
+    ReportStarted,
+    ResearchEvent,
+    RunStarted,
+    TableReady,
+    UsageUpdated,
+)
+from app.core.models import EntityTable, Evidence, Report
+from app.research.tree import TreeBuilder
+from app.ui.report_view import ReportView
+from app.ui.table_view import EntityTableView
+from app.ui.tree_adapter import to_view
+from app.ui.tree_model import ResearchTreeModel
+
+FRAME_MS = 50
+
+
+class RunPresenter(QObject):
+    """Feeds events to the views; ``finished`` carries the final event."""
+
+    changed = Signal()  # status (tokens, state) changed
+    finished = Signal(object)  # Finished | Failed
+    noticed = Signal(str)
+    tableReady = Signal()
+
+    def __init__(self, model: ResearchTreeModel, report: ReportView, table: EntityTableView) -> None:
+        super().__init__(model)
+        self.model = model
+        self.report_view = report
+        self.table_view = table
+        self._timer = QTimer(self)
+        self._timer.setInterval(FRAME_MS)
+        self._timer.timeout.connect(self.flush)
+        self.flush_count = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self._timer.stop()
+        self.builder = TreeBuilder()
+        self.events: list[ResearchEvent] = []
+        self.run_id = ""
+        self.question = ""
+        self.mode = ""
+        self.started_at: float | None = None
+        self.started_monotonic: float | None = None
+        self.tokens = 0
+        self.calls = 0
+        self.state = "idle"  # idle | running | finished | cancelled | failed
+        self.stop_reason = ""
+        self.message = ""
+        self.elapsed_s: float | None = None
+        self.evidence: dict[int, Evidence] = {}
+        self.report: Report | None = None
+        self.table: EntityTable | None = None
+        self._dirty = False
+        self.model.clear()
+        self.report_view.clear_report()
+        self.table_view.set_table(None)
+
+    # -- feeding ----------------------------------------------------------
+    def feed(self, event: ResearchEvent, *, live: bool = True) -> None:
+        self.events.append(event)
+        if not isinstance(event, ReportDelta):
+            self.builder.apply(event)
+            self._dirty = True
+        if isinstance(event, RunStarted):
+            self.run_id, self.question, self.mode = event.run_id, event.question, event.mode
+            self.started_at = event.ts
+            self.started_monotonic = time.monotonic() if live else None
+            self.state = "running"
+            self.changed.emit()
+        elif isinstance(event, ReportStarted):
+            self.report_view.clear_report()
+        elif isinstance(event, ReportDelta):
+            self.report_view.append_markdown(event.text)
+        elif isinstance(event, EvidenceAdded):
+            self.evidence[event.evidence.number] = event.evidence
+        elif isinstance(event, CitationChecked):
+            c = event.citation
+            self.report_view.mark_citation(c.number, c.supported, c.note)
+        elif isinstance(event, TableReady):
+            self._show_table(event.table)
+        elif isinstance(event, UsageUpdated):
+            self.tokens, self.calls = event.total.total_tokens, event.total.calls
+            self.changed.emit()
+        elif isinstance(event, Notice):
+            self.noticed.emit(event.message)
+        elif isinstance(event, Finished):
+            self._on_finished(event)
+        elif isinstance(event, Failed):
+            self.state = "failed"
+            self.message = event.message
+            self.elapsed_s = event.elapsed_s
+            self.tokens = event.usage.total_tokens or self.tokens
+            self.flush()
+            self.report_view.flush()
+            self.changed.emit()
+            self.finished.emit(event)
+        if self._dirty and not self._timer.isActive():
+            self._timer.start()
+
+    def replay(self, events: list[ResearchEvent]) -> None:
+        """Show a past run exactly as its events describe it."""
+        self.reset()
+        for event in events:
+            self.feed(event, live=False)
+        self.flush()
+        self.report_view.flush()
+
+    def _on_finished(self, event: Finished) -> None:
+        self.state = "cancelled" if event.stop_reason == "cancelled" else "finished"
+        self.stop_reason = event.stop_reason
+        self.elapsed_s = event.elapsed_s
+        self.tokens = event.usage.total_tokens or self.tokens
+        self.calls = event.usage.calls or self.calls
+        self.report = event.report
+        for evidence in event.report.evidence:
+            self.evidence[evidence.number] = evidence
+        if event.report.markdown.strip() or not self.report_view.markdown_text().strip():
+            self.report_view.set_markdown_text(event.report.markdown)
+        self.report_view.set_known_citations(set(self.evidence))
+        for citation in event.report.citations:
+            self.report_view.mark_citation(citation.number, citation.supported, citation.note)
+        if event.report.table is not None:
+            self._show_table(event.report.table)
+        self.flush()
+        self.report_view.flush()
+        self.changed.emit()
+        self.finished.emit(event)
+
+    def _show_table(self, table: EntityTable) -> None:
+        self.table = table
+        self.table_view.set_table(table)
+        self.tableReady.emit()
+
+    # -- batching ---------------------------------------------------------
+    def flush(self) -> None:
+        if not self._dirty:
+            self._timer.stop()
+            return
+        self._dirty = False
+        self.model.apply(to_view(self.builder.root))
+        self.flush_count += 1
+
+    # -- status -----------------------------------------------------------
+    def elapsed(self) -> float:
+        if self.elapsed_s is not None:
+            return self.elapsed_s
+        if self.started_monotonic is not None:
+            return time.monotonic() - self.started_monotonic
+        return 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"

@@ -1,0 +1,209 @@
+"""The engine-side objects the window uses, loaded after the window is up.
+
+Importing the whole stack (Docling, pymilvus, onnxruntime, llama.cpp) takes
+seconds, so the window never imports it on start-up: :class:`Services`
+opens the library and creates the model in an executor once the window is
+shown, and the panels are handed the objects when they are ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from app.core.errors import FathomError
+from app.core.paths import AppPaths
+from app.core.settings import Settings, save_settings
+from app.ui.history_store import HistoryStore
+
+if TYPE_CHECKING:
+    from app.ingest.library import Library
+    from app.llm.base import ChatModel
+    from app.llm.factory import BackendStatus
+    from app.research.engine import ResearchEngine
+    from app.store.lock import InstanceLock
+    from app.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, FathomError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Services:
+    """Settings, paths and the lazily loaded library, model and engine."""
+
+    def __init__(self, settings: Settings, paths: AppPaths, startup_lock: InstanceLock | None = None) -> None:
+        self.settings = settings
+        self._startup_lock = startup_lock
+        self.paths = paths
+        self.history = HistoryStore(paths)
+        self.library: Library | None = None
+        self.model: ChatModel | None = None
+        self.runs: RunStore | None = None
+        self._engine: ResearchEngine | None = None
+        self.library_error = ""
+        self.model_error = ""
+        self.model_notice = ""
+        self._library_task: asyncio.Task[Library] | None = None
+        self._model_task: asyncio.Task[ChatModel] | None = None
+
+    # -- settings ---------------------------------------------------------
+    def save_settings(self, settings: Settings) -> None:
+        save_settings(settings, self.paths.settings_file)
+        model_changed = settings.model != self.settings.model
+        self.settings = settings
+        if model_changed:
+            self.forget_model()
+
+    def forget_model(self) -> None:
+        """Drop the model (a new one is made on the next run with the new settings)."""
+        old = self.model
+        self.model = None
+        self._engine = None
+        self._model_task = None
+        self.model_error = ""
+        if old is not None:
+            task = asyncio.ensure_future(old.aclose())
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    # -- library ----------------------------------------------------------
+    async def open_library(self) -> Library:
+        if self.library is not None:
+            return self.library
+        if self._library_task is None:
+            self._library_task = asyncio.ensure_future(self._open_library())
+        return await asyncio.shield(self._library_task)
+
+    async def _open_library(self) -> Library:
+        loop = asyncio.get_running_loop()
+        settings, paths = self.settings, self.paths
+
+        def work() -> Library:
+            from app.ingest.library import Library
+
+            # The window took the data dir's lock at start-up (to say "already open" at
+            # once); the library takes it itself, so hand it over right before.
+            if self._startup_lock is not None:
+                self._startup_lock.close()
+                self._startup_lock = None
+            return Library.open(settings, paths)
+
+        try:
+            self.library = await loop.run_in_executor(None, work)
+        except BaseException as exc:
+            self.library_error = _describe(exc)
+            self._library_task = None
+            raise
+        self.library_error = ""
+        return self.library
+
+    # -- model ------------------------------------------------------------
+    async def open_model(self) -> ChatModel:
+        if self.model is not None:
+            return self.model
+        if self._model_task is None:
+            self._model_task = asyncio.ensure_future(self._open_model())
+        return await asyncio.shield(self._model_task)
+
+    async def _open_model(self) -> ChatModel:
+        loop = asyncio.get_running_loop()
+        settings = self.settings
+
+        def work() -> Any:
+            from app.llm.factory import make_chat_model
+
+            return make_chat_model(settings)
+
+        try:
+            made = await loop.run_in_executor(None, work)
+            if inspect.isawaitable(made):
+                made = await made
+        except BaseException as exc:
+            self.model_error = _describe(exc)
+            self._model_task = None
+            raise
+        model: ChatModel = made
+        self.model = model
+        self.model_error = ""
+        self.model_notice = await loop.run_in_executor(None, self._starter_notice, made)
+        return model
+
+    @staticmethod
+    def _starter_notice(model: Any) -> str:
+        try:
+            from app.llm.factory import starter_notice
+        except ImportError:
+            return ""
+        notice = starter_notice(model)
+        return str(notice or "")
+
+    async def list_models(self, settings: Settings, backend: str) -> list[str]:
+        """The models a back end's server offers (for the settings dialog); raises a
+        FathomError with the server's problem when it cannot be reached."""
+        for status in await self.probe(settings):
+            if status.name == backend:
+                if not status.reachable:
+                    raise FathomError(f"The {backend} server did not answer: {status.detail}")
+                return list(status.models)
+        raise FathomError(f"Fathom cannot list the models of the {backend} back end.")
+
+    async def probe(self, settings: Settings) -> list[BackendStatus]:
+        """What back ends are reachable and which models they offer (first-run setup)."""
+        loop = asyncio.get_running_loop()
+        # import off the GUI thread (the back ends pull in httpx, ollama, openai)
+        await loop.run_in_executor(None, importlib.import_module, "app.llm.factory")
+        from app.llm.factory import probe_backends
+
+        return await probe_backends(settings)
+
+    # -- engine -----------------------------------------------------------
+    async def engine(self) -> ResearchEngine:
+        if self._engine is not None:
+            return self._engine
+        library = await self.open_library()
+        model = await self.open_model()
+        loop = asyncio.get_running_loop()
+
+        def imports() -> None:
+            import app.research.engine
+            import app.store.runs  # noqa: F401
+
+        await loop.run_in_executor(None, imports)
+        from app.research.engine import ResearchEngine
+        from app.store.runs import RunStore
+
+        if self.runs is None:
+            self.runs = RunStore.open(self.paths)  # used on the loop thread, as the engine records there
+        self._engine = ResearchEngine(model, library, self.runs)
+        return self._engine
+
+    # -- shutdown ---------------------------------------------------------
+    async def aclose(self) -> None:
+        closers: list[Callable[[], Any]] = []
+        if self.model is not None:
+            closers.append(self.model.aclose)
+        if self.library is not None:
+            closers.append(self.library.aclose)
+        for close in closers:
+            try:
+                await asyncio.wait_for(close(), timeout=10)
+            except Exception as exc:  # closing must go on
+                log.warning("closing failed: %s", exc)
+        await self.history.aclose()
+        if self._startup_lock is not None:
+            self._startup_lock.close()
+            self._startup_lock = None
+        if self.runs is not None:
+            self.runs.close()
+            self.runs = None
+        self.model = None
+        self.library = None
+        self._engine = None

@@ -1,0 +1,345 @@
+"""The settings dialog: back end and model (the list fetched from the server),
+endpoints, embedding model, Milvus URI, research budgets; the data dir shown.
+
+Saving writes the settings file atomically; an API key goes to the OS
+keyring, never to the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.errors import FathomError
+from app.core.paths import AppPaths
+from app.core.settings import (
+    EmbeddingSettings,
+    LlamaCppSettings,
+    ModelSettings,
+    OllamaSettings,
+    OpenAISettings,
+    ResearchSettings,
+    Settings,
+    StoreSettings,
+    UiSettings,
+)
+from app.ui.research_panel import MODES
+from app.ui.tasks import TaskKeeper
+
+ModelLister = Callable[[Settings, str], Awaitable[list[str]]]
+KeySaver = Callable[[str, str], None]
+
+BACKENDS = {
+    "auto": "Automatic (Ollama if running, else llama.cpp)",
+    "llamacpp": "llama.cpp (in-process, a GGUF file)",
+    "ollama": "Ollama",
+    "openai": "OpenAI-compatible server",
+}
+
+
+def _combo(items: dict[str, str], current: str) -> QComboBox:
+    combo = QComboBox()
+    for key, label in items.items():
+        combo.addItem(label, key)
+    combo.setCurrentIndex(max(0, combo.findData(current)))
+    return combo
+
+
+def _spin(low: int, high: int, value: int, step: int = 1) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setValue(max(low, min(high, value)))
+    spin.setGroupSeparatorShown(True)
+    return spin
+
+
+class SettingsDialog(QDialog):
+    """Edits a copy of the settings; :attr:`saved` carries the new settings."""
+
+    saved = Signal(object)
+
+    def __init__(
+        self,
+        settings: Settings,
+        paths: AppPaths,
+        list_models: ModelLister,
+        save: Callable[[Settings], None],
+        save_key: KeySaver,
+        tasks: TaskKeeper,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Fathom settings")
+        self.setObjectName("settingsDialog")
+        self.resize(620, 520)
+        self._settings = settings
+        self._list_models = list_models
+        self._save = save
+        self._save_key = save_key
+        self._tasks = tasks
+        self.fetch_status = QLabel("")
+        self.fetch_status.setWordWrap(True)
+        tabs = QTabWidget()
+        tabs.addTab(self._model_tab(settings.model), "Model")
+        tabs.addTab(self._library_tab(settings, paths), "Library")
+        tabs.addTab(self._research_tab(settings.research, settings.ui), "Research")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        self.error = QLabel("")
+        self.error.setObjectName("errorText")
+        self.error.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addWidget(tabs)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+
+    # -- tabs -------------------------------------------------------------
+    def _model_tab(self, m: ModelSettings) -> QWidget:
+        tab = QWidget()
+        self.backend = _combo(BACKENDS, m.backend)
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setValue(m.temperature)
+        self.timeout = _spin(5, 3600, int(m.timeout_s))
+
+        self.gguf = QLineEdit(m.llamacpp.model_path)
+        self.gguf.setPlaceholderText("empty: the starter model (SmolLM2-135M)")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_gguf)
+        gguf_row = QHBoxLayout()
+        gguf_row.addWidget(self.gguf, 1)
+        gguf_row.addWidget(browse)
+        self.n_ctx = _spin(512, 262_144, m.llamacpp.n_ctx, 1024)
+        self.n_threads = _spin(0, 256, m.llamacpp.n_threads)
+        self.n_threads.setSpecialValueText("all cores")
+        llama = QGroupBox("llama.cpp")
+        f = QFormLayout(llama)
+        f.addRow("GGUF file", gguf_row)
+        f.addRow("Context", self.n_ctx)
+        f.addRow("Threads", self.n_threads)
+
+        self.ollama_host = QLineEdit(m.ollama.host)
+        self.ollama_model = QComboBox()
+        self.ollama_model.setEditable(True)
+        self.ollama_model.setObjectName("ollamaModel")
+        self.ollama_model.setCurrentText(m.ollama.model)
+        fetch_ollama = QPushButton("Fetch list")
+        fetch_ollama.setObjectName("fetchOllama")
+        fetch_ollama.clicked.connect(lambda: self._fetch("ollama", self.ollama_model, fetch_ollama))
+        row = QHBoxLayout()
+        row.addWidget(self.ollama_model, 1)
+        row.addWidget(fetch_ollama)
+        ollama = QGroupBox("Ollama")
+        f = QFormLayout(ollama)
+        f.addRow("Host", self.ollama_host)
+        f.addRow("Model", row)
+
+        self.openai_url = QLineEdit(m.openai.base_url)
+        self.openai_url.setPlaceholderText("http://127.0.0.1:8080/v1")
+        self.openai_model = QComboBox()
+        self.openai_model.setEditable(True)
+        self.openai_model.setObjectName("openaiModel")
+        self.openai_model.setCurrentText(m.openai.model)
+        fetch_openai = QPushButton("Fetch list")
+        fetch_openai.setObjectName("fetchOpenAI")
+        fetch_openai.clicked.connect(lambda: self._fetch("openai", self.openai_model, fetch_openai))
+        row = QHBoxLayout()
+        row.addWidget(self.openai_model, 1)
+        row.addWidget(fetch_openai)
+        self.api_key = QLineEdit()
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("unchanged (stored in the system keyring)")
+        openai = QGroupBox("OpenAI-compatible endpoint (data leaves this machine if the server is remote)")
+        f = QFormLayout(openai)
+        f.addRow("Base URL", self.openai_url)
+        f.addRow("Model", row)
+        f.addRow("API key", self.api_key)
+
+        form = QFormLayout()
+        form.addRow("Back end", self.backend)
+        form.addRow("Temperature", self.temperature)
+        form.addRow("Timeout (s)", self.timeout)
+        layout = QVBoxLayout(tab)
+        layout.addLayout(form)
+        layout.addWidget(llama)
+        layout.addWidget(ollama)
+        layout.addWidget(openai)
+        layout.addWidget(self.fetch_status)
+        layout.addStretch(1)
+        return tab
+
+    def _library_tab(self, s: Settings, paths: AppPaths) -> QWidget:
+        tab = QWidget()
+        self.embedding_backend = _combo(
+            {"onnx": "Built-in (all-MiniLM-L6-v2, offline)", "ollama": "Ollama", "openai": "OpenAI-compatible"},
+            s.embedding.backend,
+        )
+        self.embedding_model = QLineEdit(s.embedding.model)
+        self.milvus_uri = QLineEdit(s.store.milvus_uri)
+        self.milvus_uri.setPlaceholderText(f"empty: Milvus Lite in {paths.milvus_file}")
+        self.milvus_uri.setToolTip("A file path means Milvus Lite; http://host:19530 a Milvus server")
+        self.chunk_tokens = _spin(64, 4096, s.ingest.chunk_max_tokens, 32)
+        self.max_file_mb = _spin(1, 10_000, s.ingest.max_file_mb)
+        data_dir = self._data_dir = QLabel(str(paths.data_dir))
+        data_dir.setObjectName("dataDir")
+        data_dir.setTextInteractionFlags(data_dir.textInteractionFlags() | _selectable())
+        settings_file = QLabel(str(paths.settings_file))
+        settings_file.setTextInteractionFlags(_selectable())
+        form = QFormLayout(tab)
+        form.addRow("Embeddings", self.embedding_backend)
+        form.addRow("Embedding model", self.embedding_model)
+        form.addRow("Milvus URI", self.milvus_uri)
+        form.addRow("Chunk size (tokens)", self.chunk_tokens)
+        form.addRow("Largest file (MB)", self.max_file_mb)
+        form.addRow("Data folder", data_dir)
+        form.addRow("Settings file", settings_file)
+        note = QLabel(
+            "Changing the embedding model or the Milvus URI takes effect after a restart; "
+            "collections remember the embedding model they were built with."
+        )
+        note.setWordWrap(True)
+        form.addRow(note)
+        return tab
+
+    def _research_tab(self, r: ResearchSettings, ui: UiSettings) -> QWidget:
+        tab = QWidget()
+        self.mode = _combo({k: k for k in MODES}, r.mode)
+        self.max_rounds = _spin(1, 20, r.max_rounds)
+        self.max_subqueries = _spin(1, 16, r.max_subqueries)
+        self.max_search_calls = _spin(1, 500, r.max_search_calls)
+        self.max_tokens = _spin(1000, 2_000_000, r.max_tokens, 5000)
+        self.max_seconds = _spin(10, 14_400, int(r.max_seconds), 30)
+        self.max_concurrent = _spin(1, 16, r.max_concurrent_calls)
+        self.top_k = _spin(1, 50, r.top_k)
+        self.theme = _combo({"system": "Follow the system", "light": "Light", "dark": "Dark"}, ui.theme)
+        form = QFormLayout(tab)
+        form.addRow("Default mode", self.mode)
+        form.addRow("Rounds", self.max_rounds)
+        form.addRow("Sub-queries per round", self.max_subqueries)
+        form.addRow("Search calls", self.max_search_calls)
+        form.addRow("Tokens", self.max_tokens)
+        form.addRow("Seconds", self.max_seconds)
+        form.addRow("Concurrent model calls", self.max_concurrent)
+        form.addRow("Chunks per search (top-k)", self.top_k)
+        form.addRow("Appearance", self.theme)
+        return tab
+
+    def data_dir_label(self) -> QLabel:
+        return self._data_dir
+
+    # -- actions ----------------------------------------------------------
+    def _browse_gguf(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
+        if path:
+            self.gguf.setText(path)
+
+    def _fetch(self, backend: str, combo: QComboBox, button: QPushButton) -> None:
+        self._tasks.start(self.fetch_models(backend, combo, button), f"list {backend} models")
+
+    async def fetch_models(self, backend: str, combo: QComboBox, button: QPushButton) -> None:
+        button.setEnabled(False)
+        self.fetch_status.setText(f"Asking the {backend} server for its models…")
+        try:
+            names = await self._list_models(self.settings(), backend)
+        except FathomError as exc:
+            self.fetch_status.setText(str(exc))
+            return
+        finally:
+            button.setEnabled(True)
+        current = combo.currentText()
+        combo.clear()
+        combo.addItems(names)
+        combo.setCurrentText(current if current in names or not names else names[0])
+        self.fetch_status.setText(f"{len(names)} models on the server." if names else "The server has no models.")
+
+    def settings(self) -> Settings:
+        """The settings as the dialog shows them now."""
+        s = self._settings
+        model = ModelSettings(
+            backend=str(self.backend.currentData()),
+            temperature=round(self.temperature.value(), 3),
+            timeout_s=float(self.timeout.value()),
+            llamacpp=dataclasses.replace(
+                s.model.llamacpp,
+                model_path=self.gguf.text().strip(),
+                n_ctx=self.n_ctx.value(),
+                n_threads=self.n_threads.value(),
+            )
+            if isinstance(s.model.llamacpp, LlamaCppSettings)
+            else LlamaCppSettings(),
+            ollama=OllamaSettings(
+                host=self.ollama_host.text().strip() or OllamaSettings().host,
+                model=self.ollama_model.currentText().strip(),
+                think=s.model.ollama.think,
+            ),
+            openai=OpenAISettings(
+                base_url=self.openai_url.text().strip(), model=self.openai_model.currentText().strip()
+            ),
+        )
+        return dataclasses.replace(
+            s,
+            model=model,
+            embedding=EmbeddingSettings(
+                backend=str(self.embedding_backend.currentData()),
+                model=self.embedding_model.text().strip() or EmbeddingSettings().model,
+                batch_size=s.embedding.batch_size,
+            ),
+            store=StoreSettings(milvus_uri=self.milvus_uri.text().strip()),
+            ingest=dataclasses.replace(
+                s.ingest, chunk_max_tokens=self.chunk_tokens.value(), max_file_mb=self.max_file_mb.value()
+            ),
+            research=ResearchSettings(
+                mode=str(self.mode.currentData()),
+                max_rounds=self.max_rounds.value(),
+                max_subqueries=self.max_subqueries.value(),
+                max_search_calls=self.max_search_calls.value(),
+                max_tokens=self.max_tokens.value(),
+                max_seconds=float(self.max_seconds.value()),
+                max_concurrent_calls=self.max_concurrent.value(),
+                top_k=self.top_k.value(),
+            ),
+            ui=dataclasses.replace(s.ui, theme=str(self.theme.currentData())),
+        )
+
+    def save(self) -> None:
+        new = self.settings()
+        try:
+            if self.api_key.text():
+                if not new.model.openai.base_url:
+                    raise FathomError("An API key needs the endpoint's base URL.", "Fill in the Base URL first.")
+                self._save_key(new.model.openai.base_url, self.api_key.text())
+            self._save(new)
+        except (FathomError, OSError) as exc:
+            self.error.setText(f"Settings not saved: {exc}")
+            return
+        self._settings = new
+        self.saved.emit(new)
+        self.accept()
+
+
+def _selectable():  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import Qt
+
+    return Qt.TextInteractionFlag.TextSelectableByMouse

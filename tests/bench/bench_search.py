@@ -1,0 +1,338 @@
+"""Search latency of the vector store on Milvus Lite, against numpy brute force.
+
+    .venv/bin/python tests/bench/bench_search.py [--sizes 10000 100000] [--calls 20]
+
+For each corpus size: dense, BM25 and hybrid (RRF) search through
+``app.store.vectors.VectorStore`` (the code the app runs, chunk fields fetched),
+one query per call and 8 queries in one call, p50/p95 per call and per
+sub-query; then the same searches done by numpy in the same process on the same
+data: a matrix product for dense, a vectorised inverted index with the same
+analyzer and BM25 formula for BM25, and the same RRF for hybrid.
+
+The corpus: real text (paragraphs of ../shared/data/milvus-docs and the MuSiQue
+corpus; past that, each row joins halves of two random real paragraphs, so the
+term statistics stay those of real text) and random unit vectors (embedding
+100k chunks would take over an hour on two cores; search cost does not depend
+on what the vectors mean). The queries are 8 real MuSiQue questions (BM25 text)
+with random unit query vectors. The store is written, flushed, closed and
+reopened (load_collection) before timing, as after an app start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+from app.core.models import Chunk  # noqa: E402
+from app.store import vectors  # noqa: E402
+from app.store.vectors import STOP_WORDS, VectorStore  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+DIM = 384
+BATCH = 8
+TOP_K = 10
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+# -- corpus -----------------------------------------------------------------------
+
+
+def real_paragraphs() -> list[str]:
+    out: list[str] = []
+    for page in sorted((DATA / "milvus-docs").rglob("*.md")):
+        text = re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))
+        for block in re.split(r"\n\s*\n", text):
+            block = " ".join(block.split())
+            if len(block) > 80:
+                out.append(block[:1500])
+    for item in json.loads((DATA / "musique" / "corpus.json").read_text(encoding="utf-8")):
+        out.append(f"{item['title']}. {item['text']}"[:1500])
+    return out
+
+
+def corpus_texts(n: int, rng: np.random.Generator) -> list[str]:
+    pool = real_paragraphs()
+    texts = pool[:n]
+    while len(texts) < n:
+        a, b = rng.integers(0, len(pool), size=2)
+        first, second = pool[a], pool[b]
+        texts.append(first[: len(first) // 2] + " " + second[len(second) // 2 :])
+    return texts
+
+
+def unit_rows(n: int, rng: np.random.Generator) -> np.ndarray:
+    x = rng.standard_normal((n, DIM), dtype=np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def embedding_like_rows(texts: list[str], n: int, real: int, rng: np.random.Generator) -> np.ndarray:
+    """The first ``real`` rows are real MiniLM embeddings of their texts; the rest
+    mix two of those with noise, so the vectors keep the clustered shape of real
+    embeddings (uniform random vectors are a worst case no ANN index meets)."""
+    from app.ingest.embedder import OnnxMiniLMEmbedder
+
+    start = time.perf_counter()
+    base = OnnxMiniLMEmbedder(batch_size=16).embed([t[:600] for t in texts[:real]])
+    print(f"  embedded {real} real paragraphs in {time.perf_counter() - start:.0f} s", flush=True)
+    a = rng.integers(0, real, size=n - real)
+    b = rng.integers(0, real, size=n - real)
+    mixed = base[a] + 0.5 * base[b] + 0.08 * rng.standard_normal((n - real, DIM), dtype=np.float32)
+    rows = np.concatenate([base, mixed]).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+# -- numpy brute force ----------------------------------------------------------------
+
+
+class NumpyBM25:
+    """BM25 (k1=1.5, b=0.75, Milvus' formula) over postings held as numpy arrays."""
+
+    def __init__(self, texts: list[str]) -> None:
+        stop = set(STOP_WORDS)
+        postings: dict[str, dict[int, int]] = defaultdict(dict)
+        lengths = np.zeros(len(texts), dtype=np.float32)
+        for i, text in enumerate(texts):
+            tokens = [t for t in WORD.findall(text.lower()) if t not in stop]
+            lengths[i] = len(tokens)
+            for t in tokens:
+                postings[t][i] = postings[t].get(i, 0) + 1
+        self.n = len(texts)
+        avgdl = float(lengths.mean()) or 1.0
+        self.terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for term, docs in postings.items():
+            ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
+            tf = np.fromiter(docs.values(), dtype=np.float32, count=len(docs))
+            idf = math.log((self.n - len(docs) + 0.5) / (len(docs) + 0.5) + 1.0)
+            norm = tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * lengths[ids] / avgdl))
+            self.terms[term] = (ids, (idf * norm).astype(np.float32))
+        self.stop = stop
+
+    def search(self, queries: list[str], k: int) -> list[np.ndarray]:
+        out = []
+        for q in queries:
+            scores = np.zeros(self.n, dtype=np.float32)
+            for t in set(WORD.findall(q.lower())) - self.stop:
+                hit = self.terms.get(t)
+                if hit is not None:
+                    scores[hit[0]] += hit[1]
+            top = np.argpartition(-scores, k)[:k]
+            top = top[np.argsort(-scores[top])]
+            out.append(top[scores[top] > 0])
+        return out
+
+
+def numpy_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[np.ndarray]:
+    sims = queries @ matrix.T
+    top = np.argpartition(-sims, k, axis=1)[:, :k]
+    return [row[np.argsort(-sims[i, row])] for i, row in enumerate(top)]
+
+
+def rrf(lists: list[np.ndarray], k: int) -> np.ndarray:
+    scores: dict[int, float] = defaultdict(float)
+    for ranked in lists:
+        for rank, doc in enumerate(ranked.tolist()):
+            scores[doc] += 1.0 / (60 + rank + 1)
+    return np.array(sorted(scores, key=scores.__getitem__, reverse=True)[:k])
+
+
+# -- timing -------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[int], object], calls: int, warmup: int = 2) -> list[float]:
+    for i in range(warmup):
+        fn(i)
+    out = []
+    for i in range(calls):
+        start = time.perf_counter()
+        fn(i)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    return float(np.percentile(np.array(xs) * 1000.0, p))
+
+
+def report(label: str, per_call: list[float], batch: int) -> dict[str, float]:
+    per_query = [x / batch for x in per_call]
+    row = {
+        "call_p50_ms": pct(per_call, 50),
+        "call_p95_ms": pct(per_call, 95),
+        "subquery_p50_ms": pct(per_query, 50),
+        "subquery_p95_ms": pct(per_query, 95),
+    }
+    print(
+        f"  {label:<26} batch {batch}:  per call p50 {row['call_p50_ms']:8.1f}  p95 {row['call_p95_ms']:8.1f} ms"
+        f"   per sub-query p50 {row['subquery_p50_ms']:7.1f}  p95 {row['subquery_p95_ms']:7.1f} ms",
+        flush=True,
+    )
+    return row
+
+
+# -- one corpus size ---------------------------------------------------------------------------
+
+
+def bench_size(
+    n: int, calls: int, workdir: Path, seed: int, random_vectors: bool, real: int
+) -> dict[str, dict[str, float]]:
+    rng = np.random.default_rng(seed)
+    texts = corpus_texts(n, rng)
+    questions = [q["question"] for q in json.loads((DATA / "musique" / "questions.json").read_text())[:BATCH]]
+    if random_vectors:
+        matrix, qvecs = unit_rows(n, rng), unit_rows(BATCH, rng)
+    else:
+        from app.ingest.embedder import OnnxMiniLMEmbedder
+
+        matrix = embedding_like_rows(texts, n, min(n, real), rng)
+        qvecs = OnnxMiniLMEmbedder().embed(questions)
+
+    uri = str(workdir / f"bench-{n}.db")
+    start = time.perf_counter()
+    with VectorStore(uri) as store:
+        store.ensure_collection("bench", DIM, "random-unit-vectors")
+        for s in range(0, n, 2000):
+            chunks = [
+                Chunk(f"c{i}", f"d{i // 20}", "bench", f"/bench/doc{i // 20}.md", texts[i], chunk_no=i % 20)
+                for i in range(s, min(n, s + 2000))
+            ]
+            store.insert("bench", chunks, matrix[s : s + len(chunks)])
+        inserted = time.perf_counter() - start
+        store.flush("bench")
+    written = time.perf_counter() - start
+    size_mb = sum(f.stat().st_size for f in Path(uri).rglob("*") if f.is_file()) / 1e6
+    print(
+        f"\n== {n:,} chunks: insert {inserted:.1f} s, + flush/index {written - inserted:.1f} s "
+        f"({n / written:,.0f} rows/s), {size_mb:.0f} MB on disk",
+        flush=True,
+    )
+
+    results: dict[str, dict[str, float]] = {}
+    start = time.perf_counter()
+    store = VectorStore(uri)
+    assert store.count("bench") == n
+    print(f"  reopen + load_collection + count: {time.perf_counter() - start:.2f} s")
+    try:
+        for mode in ("dense", "bm25", "hybrid"):
+            for batch in (1, BATCH):
+
+                def run(i: int, mode: str = mode, batch: int = batch) -> object:
+                    pick = [(i * batch + j) % BATCH for j in range(batch)]
+                    return store.search(
+                        "bench",
+                        [questions[j] for j in pick],
+                        qvecs[pick],
+                        mode=mode,
+                        top_k=TOP_K,  # type: ignore[arg-type]
+                    )
+
+                results[f"milvus_lite/{mode}/{batch}"] = report(f"Milvus Lite {mode}", timed(run, calls), batch)
+    finally:
+        store.close()
+
+    start = time.perf_counter()
+    bm25 = NumpyBM25(texts)
+    print(f"  numpy BM25 postings built in {time.perf_counter() - start:.1f} s")
+    results["agreement"] = agreement(uri, questions, qvecs, matrix, bm25)
+    for mode in ("dense", "bm25", "hybrid"):
+        for batch in (1, BATCH):
+
+            def brute(i: int, mode: str = mode, batch: int = batch) -> object:
+                pick = [(i * batch + j) % BATCH for j in range(batch)]
+                if mode == "dense":
+                    return numpy_dense(matrix, qvecs[pick], TOP_K)
+                if mode == "bm25":
+                    return bm25.search([questions[j] for j in pick], TOP_K)
+                pool = max(2 * TOP_K, 20)
+                dense = numpy_dense(matrix, qvecs[pick], pool)
+                sparse = bm25.search([questions[j] for j in pick], pool)
+                return [rrf([d, s], TOP_K) for d, s in zip(dense, sparse, strict=True)]
+
+            results[f"numpy/{mode}/{batch}"] = report(f"numpy brute force {mode}", timed(brute, calls), batch)
+    return results
+
+
+def agreement(
+    uri: str, questions: list[str], qvecs: np.ndarray, matrix: np.ndarray, bm25: NumpyBM25
+) -> dict[str, float]:
+    """Top-10 overlap of Milvus Lite with the exact numpy answers (dense: the
+    recall of the ANN index; BM25: Lite scores per segment, numpy over all rows)."""
+    with VectorStore(uri) as store:
+        lite = {
+            mode: [
+                [int(h.chunk.chunk_id[1:]) for h in hits]
+                for hits in store.search(
+                    "bench",
+                    questions,
+                    qvecs,
+                    mode=mode,
+                    top_k=TOP_K,  # type: ignore[arg-type]
+                )
+            ]
+            for mode in ("dense", "bm25")
+        }
+    exact = {"dense": numpy_dense(matrix, qvecs, TOP_K), "bm25": bm25.search(questions, TOP_K)}
+    out = {}
+    for mode in ("dense", "bm25"):
+        overlaps = [
+            len(set(got) & set(want.tolist())) / max(1, min(TOP_K, len(want)))
+            for got, want in zip(lite[mode], exact[mode], strict=True)
+        ]
+        out[f"{mode}_overlap_at_{TOP_K}"] = float(np.mean(overlaps))
+    print(
+        f"  top-{TOP_K} overlap with exact numpy: dense {out[f'dense_overlap_at_{TOP_K}']:.2f}"
+        f" (ANN recall), BM25 {out[f'bm25_overlap_at_{TOP_K}']:.2f}",
+        flush=True,
+    )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--calls", type=int, default=20, help="timed calls per configuration")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--random-vectors", action="store_true", help="uniform random vectors (ANN worst case)")
+    parser.add_argument("--real", type=int, default=1000, help="rows with real embeddings (default 1000)")
+    parser.add_argument("--dense-index", default=vectors.DENSE_INDEX["index_type"], help="e.g. HNSW, FLAT, IVF_FLAT")
+    args = parser.parse_args()
+
+    from milvus_lite.index.factory import is_faiss_available
+
+    vectors.DENSE_INDEX = {**vectors.DENSE_INDEX, "index_type": args.dense_index}
+    dense_index = f"{args.dense_index} {vectors.DENSE_INDEX.get('params', {})}"
+    if args.dense_index == "AUTOINDEX":
+        dense_index += " = HNSW (faiss-cpu)" if is_faiss_available() else " = BRUTE_FORCE (no faiss-cpu)"
+    kind = "uniform random" if args.random_vectors else f"embedding-like ({args.real} real MiniLM rows + mixtures)"
+    print(f"dense index: {dense_index}; vectors: {kind}; BM25 analyzer: {vectors.ANALYZER['tokenizer']}")
+    print(f"{len(STOP_WORDS)} stop words; top_k={TOP_K}; {os.cpu_count()} CPUs; {args.calls} timed calls each")
+    workdir = Path(tempfile.mkdtemp(prefix="fathom-bench-"))
+    try:
+        figures = {
+            str(n): bench_size(n, args.calls, workdir, args.seed, args.random_vectors, args.real) for n in args.sizes
+        }
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps({"dense_index": dense_index, "figures": figures}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

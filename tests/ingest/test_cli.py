@@ -1,0 +1,81 @@
+"""The ingest, collections, search and remove commands, as a user types them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.core.paths import app_paths
+from app.store.lock import acquire_instance_lock
+
+
+def _docs(folder: Path, shared_data: Path) -> Path:
+    folder.mkdir()
+    shutil.copyfile(shared_data / "milvus-docs" / "userGuide" / "manage-partitions.md", folder / "partitions.md")
+    (folder / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nnot really")
+    return folder
+
+
+def test_ingest_search_collections_remove(
+    tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = _docs(tmp_path / "docs", shared_data)
+
+    assert main(["ingest", str(docs), "--collection", "milvus", "--description", "Milvus guides"]) == 0
+    err = capsys.readouterr().err
+    assert "Collection 'milvus': 2 indexed" in err and "1 failed" in err
+    assert f"{docs / 'broken.pdf'}: The PDF is damaged" in err  # the reason, in the summary
+
+    assert main(["collections", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["name"], listed["documents"], listed["description"]) == ("milvus", 2, "Milvus guides")
+    assert listed["chunks"] > 10 and listed["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert main(["collections"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["NAME", "DOCUMENTS", "CHUNKS"] and table[1].startswith("milvus")
+
+    assert main(["search", "how do I create a partition", "--collection", "milvus"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1. [") and "partitions.md" in out and "Manage Partitions > " in out
+    for mode in ("dense", "bm25", "hybrid"):
+        assert main(["search", "kelp forest growth", "-c", "milvus", "--mode", mode, "--top-k", "2", "--json"]) == 0
+        hits = json.loads(capsys.readouterr().out)
+        assert 1 <= len(hits) <= 2 and hits[0]["path"] == str(docs / "kelp.txt"), mode
+
+    assert main(["search", "anything", "--collection", "nope"]) == 2
+    assert "There is no collection named 'nope'" in capsys.readouterr().err
+
+    assert main(["remove", "--collection", "milvus", "--document", str(docs / "kelp.txt"), "--yes"]) == 0
+    assert main(["search", "kelp forest growth", "-c", "milvus", "--mode", "bm25", "--json"]) == 0
+    assert all(h["path"] != str(docs / "kelp.txt") for h in json.loads(capsys.readouterr().out))
+
+    assert main(["remove", "--collection", "milvus"]) == 1  # no terminal to confirm on, no --yes
+    assert "confirm with --yes" in capsys.readouterr().err
+    assert main(["remove", "--collection", "milvus", "--yes"]) == 0
+    assert main(["collections", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "empty.md").write_bytes(b"")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    assert main(["ingest", str(folder), "--collection", "empty"]) == 1
+    err = capsys.readouterr().err
+    assert "Nothing could be indexed." in err
+    assert "image.png: Fathom does not read '.png' files." in err
+
+
+def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    with acquire_instance_lock(app_paths().ensure()):
+        assert main(["collections"]) == 2
+        assert main(["search", "x", "--collection", "c"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("This library is already open by another Fathom window.") == 2
+    assert "Traceback" not in err

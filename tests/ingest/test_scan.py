@@ -1,0 +1,59 @@
+"""What the scan lets through, and the reason it gives for everything else."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from app.ingest.scan import scan
+
+
+def _reasons(result: object) -> dict[str, str]:
+    return {Path(s.path).name: s.reason for s in result.skipped}  # type: ignore[attr-defined]
+
+
+def test_scan_keeps_documents_and_explains_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.txt").write_text("plain\n", encoding="utf-8")
+    (tmp_path / ".hidden.md").write_text("secret\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config.txt").write_text("x\n", encoding="utf-8")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG....")
+    (tmp_path / "big.txt").write_bytes(b"x" * (2 * 1024 * 1024 + 1))
+    os.symlink(tmp_path, tmp_path / "sub" / "loop")  # points back up: a loop
+    os.symlink("selfie", tmp_path / "selfie")  # points to itself
+    os.symlink(tmp_path / "missing.md", tmp_path / "dangling.md")
+    bad_name = os.fsencode(tmp_path) + b"/caf\xe9.md"
+    with open(bad_name, "wb") as handle:
+        handle.write(b"# Cafe\n")
+
+    result = scan([tmp_path], max_file_mb=2)
+
+    assert [f.path.name for f in result.files] == ["a.md", "b.txt"]
+    reasons = _reasons(result)
+    assert "Hidden file" in reasons[".hidden.md"]
+    assert "Hidden folder" in reasons[".git"]
+    assert "config.txt" not in reasons  # a hidden folder is skipped whole
+    assert "does not read '.png'" in reasons["photo.png"]
+    assert "over the 2 MB limit" in reasons["big.txt"]
+    assert "symbolic link loop" in reasons["loop"]
+    assert "symbolic link loop" in reasons["selfie"]
+    assert "broken symbolic link" in reasons["dangling.md"]
+    assert "not valid UTF-8" in reasons["caf\\xe9.md"]
+
+
+def test_a_file_given_twice_or_through_a_link_is_scanned_once(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    target = tmp_path / "docs" / "a.md"
+    target.write_text("# A\n", encoding="utf-8")
+    os.symlink(target, tmp_path / "docs" / "link-to-a.md")
+    result = scan([tmp_path / "docs", target], max_file_mb=10)
+    assert len(result.files) == 1
+    assert result.skipped == []
+
+
+def test_a_missing_path_is_reported(tmp_path: Path) -> None:
+    result = scan([tmp_path / "nowhere"], max_file_mb=10)
+    assert result.files == []
+    assert result.skipped[0].reason == "The path does not exist."

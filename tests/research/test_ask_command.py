@@ -1,0 +1,74 @@
+"""`fathom ask` for real: the starter model chosen by the default settings, over a
+real library in FATHOM_HOME; progress on stderr, the run on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from app.commands import ask
+from app.core.events import IngestFinished
+from app.core.paths import app_paths
+from app.core.settings import Settings
+from app.ingest.library import Library
+
+pytestmark = pytest.mark.slow
+
+
+def run_ask(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="fathom ask")
+    ask.add_arguments(parser)
+    return ask.run(parser.parse_args(argv))
+
+
+def ingest(path: Path, collection: str) -> None:
+    async def go() -> None:
+        library = Library.open(Settings(), app_paths())
+        try:
+            async for event in library.ingest([path], collection):
+                if isinstance(event, IngestFinished):
+                    assert event.indexed == 1
+        finally:
+            await library.aclose()
+
+    asyncio.run(go())
+
+
+def test_ask_refuses_an_empty_library_and_an_unknown_collection(
+    capsys: pytest.CaptureFixture[str], shared_data: Path
+) -> None:
+    assert run_ask(["What is Milvus?"]) == 2
+    assert "The library is empty" in capsys.readouterr().err
+    ingest(shared_data / "milvus-docs" / "about" / "limitations.md", "docs")
+    assert run_ask(["What is Milvus?", "--collection", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "No collection named nope. Collections: docs." in err
+
+
+def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFixture[str], shared_data: Path) -> None:
+    ingest(shared_data / "pdf" / "WhatisMilvus.pdf", "milvus")
+    code = run_ask(["What is Milvus?", "--mode", "quick", "--collection", "milvus", "--json", "--max-seconds", "300"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Using the starter model" in captured.err  # the starter-model notice
+    assert "Researching (quick" in captured.err and "chunks for: What is Milvus?" in captured.err
+    assert "Done in" in captured.err and "tokens" in captured.err
+    run = json.loads(captured.out)
+    assert run["status"] == "finished" and run["mode"] == "quick"
+    assert run["events"][0]["type"] == "RunStarted" and run["events"][-1]["type"] == "Finished"
+    report = run["report"]
+    numbers = {e["number"] for e in report["evidence"]}
+    assert numbers and {c["number"] for c in report["citations"]} <= numbers
+    assert all(e["path"].endswith("WhatisMilvus.pdf") for e in report["evidence"])
+    assert "## Sources" in report["markdown"]
+    # the run is in the history
+    from app.commands import history
+
+    parser = argparse.ArgumentParser()
+    history.add_arguments(parser)
+    assert history.run(parser.parse_args([])) == 0
+    assert run["run_id"] in capsys.readouterr().out

@@ -1,0 +1,69 @@
+"""Helpers for the window tests: real drag-and-drop, waiting on coroutines."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+
+T = TypeVar("T")
+
+MILVUS_FILES = ("about/overview.md", "about/limitations.md", "about/comparison.md", "getstarted/milvus_lite.md")
+
+
+def make_docs_folder(shared_data: Path, target: Path, broken: bool = True) -> Path:
+    """A folder of real documents: four Milvus doc pages, the real PDF and (optionally) a broken PDF."""
+    target.mkdir(parents=True, exist_ok=True)
+    for rel in MILVUS_FILES:
+        shutil.copy(shared_data / "milvus-docs" / rel, target / Path(rel).name)
+    shutil.copy(shared_data / "pdf" / "WhatisMilvus.pdf", target / "WhatisMilvus.pdf")
+    if broken:
+        (target / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf\n")
+    return target
+
+
+def drop_paths(widget: QWidget, paths: list[Path]) -> tuple[bool, bool]:
+    """Drag ``paths`` over ``widget`` and drop them, as a file manager does (file URLs)."""
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    centre = widget.rect().center()
+    enter = QDragEnterEvent(QPointF(centre), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, enter)
+    drop = QDropEvent(QPointF(centre), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, drop)
+    return enter.isAccepted(), drop.isAccepted()
+
+
+def await_in_test(qtbot: Any, coro: Coroutine[Any, Any, T], timeout_ms: int = 60_000) -> T:
+    """Run a coroutine on the running qasync loop and wait for it (the test keeps Qt spinning)."""
+    task = asyncio.ensure_future(coro)
+    qtbot.waitUntil(task.done, timeout=timeout_ms)
+    return task.result()
+
+
+def answer_confirmation(qtbot: Any, parent: QWidget, yes: bool = True) -> str:
+    """Click Yes (or Cancel) on the confirmation box a panel opened; returns its text."""
+    box: list[QMessageBox] = []
+
+    def shown() -> bool:
+        found = [b for b in parent.findChildren(QMessageBox, "confirmBox") if b.isVisible()]
+        box[:] = found
+        return bool(found)
+
+    qtbot.waitUntil(shown, timeout=5000)
+    text = box[0].text()
+    button = box[0].button(QMessageBox.StandardButton.Yes if yes else QMessageBox.StandardButton.Cancel)
+    button.click()
+    return text
+
+
+def centre_of(widget: QWidget) -> QPoint:
+    return widget.rect().center()
