@@ -458,6 +458,10 @@ def _init_worker(config: ConverterConfig) -> None:
     _worker_converter = Converter(config)
 
 
+def _ping() -> int:
+    return os.getpid()
+
+
 def _convert_in_worker(path: str) -> ConvertOutcome:
     converter = _worker_converter
     if converter is None:  # pragma: no cover - the initializer always runs first
@@ -484,6 +488,7 @@ class ConversionPool:
         self.workers = max(1, workers)
         self.kind = kind
         self._executor: Executor | None = None
+        self._starting = asyncio.Lock()
 
     def _ensure(self) -> Executor:
         if self._executor is None:
@@ -503,8 +508,23 @@ class ConversionPool:
                 )
         return self._executor
 
+    async def start(self) -> None:
+        """Start the workers from a helper thread: spawning a process (and sending it
+        the tokenizer) can take seconds on a busy machine, never on the event loop."""
+        async with self._starting:
+            if self._executor is None:
+                await asyncio.to_thread(self._start_blocking)
+
+    def _start_blocking(self) -> None:
+        executor = self._ensure()
+        if self.kind == "process":
+            pings = [executor.submit(_ping) for _ in range(self.workers)]
+            for ping in pings:
+                ping.result()
+
     async def convert(self, path: Path) -> ConvertOutcome:
         loop = asyncio.get_running_loop()
+        await self.start()
         fn: Callable[[str], ConvertOutcome] = _convert_in_worker if self.kind == "process" else _convert_in_thread
         try:
             return await loop.run_in_executor(self._ensure(), fn, str(path))

@@ -37,10 +37,11 @@ def description_prompt(name: str, chunks: Sequence[Chunk]) -> list[Message]:
 
 def clean_description(text: str) -> str:
     answer, _ = split_think(text)
-    answer = " ".join(answer.split()).strip().strip('"').strip()
+    answer = " ".join(answer.split()).strip()
     for prefix in ("Description:", "description:"):
         if answer.startswith(prefix):
             answer = answer[len(prefix) :].strip()
+    answer = answer.strip('"“”').strip()
     if len(answer) > MAX_DESCRIPTION_CHARS:
         cut = answer[:MAX_DESCRIPTION_CHARS]
         answer = cut[: cut.rfind(". ") + 1] if ". " in cut else cut.rstrip() + "…"

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,7 +27,7 @@ from app.core.models import Chunk, Collection, Document, DocumentStatus, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.ingest.chunking import chunk_token_limit
-from app.ingest.convert import ConversionPool, ConverterConfig
+from app.ingest.convert import ConversionPool, ConverterConfig, ExecutorKind
 from app.ingest.embedder import Embedder, make_embedder
 from app.ingest.pipeline import IngestPipeline, doc_id_of_chunk, make_chunk_id
 from app.ingest.scan import absolute, display_path
@@ -54,6 +55,7 @@ class Library:
         store: VectorStore,
         lock: InstanceLock | None,
         embedder: Embedder | None = None,
+        converter_kind: ExecutorKind = "process",
     ) -> None:
         self.settings = settings
         self.paths = paths
@@ -66,14 +68,23 @@ class Library:
         self._embed_executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fathom-embed")
         self._store_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-store")
         self._converters: ConversionPool | None = None
+        self._converter_kind: ExecutorKind = converter_kind
         self._ingesting: set[str] = set()
         self._closed = False
 
     @classmethod
-    def open(cls, settings: Settings, paths: AppPaths, *, embedder: Embedder | None = None) -> Library:
+    def open(
+        cls,
+        settings: Settings,
+        paths: AppPaths,
+        *,
+        embedder: Embedder | None = None,
+        converter_kind: ExecutorKind = "process",
+    ) -> Library:
         """Open (and lock) the data dir; raises StoreLocked if another Fathom has it.
         Repairs half-ingested documents left by a crash. ``embedder`` overrides the
-        one the settings name (loaded lazily otherwise)."""
+        one the settings name (loaded lazily otherwise); ``converter_kind`` "thread"
+        converts in threads instead of worker processes (for measurements)."""
         paths.ensure()
         lock = acquire_instance_lock(paths)
         catalog: Catalog | None = None
@@ -85,7 +96,9 @@ class Library:
                 catalog.close()
             lock.close()
             raise
-        library = cls(settings, paths, catalog=catalog, store=store, lock=lock, embedder=embedder)
+        library = cls(
+            settings, paths, catalog=catalog, store=store, lock=lock, embedder=embedder, converter_kind=converter_kind
+        )
         try:
             library.repair()
         except BaseException:
@@ -179,7 +192,7 @@ class Library:
                 max_tokens=chunk_token_limit(embedder.max_tokens, self.settings.ingest.chunk_max_tokens),
                 docling_artifacts_path=self.settings.ingest.docling_artifacts_path,
             )
-            self._converters = ConversionPool(config, workers=self._workers)
+            self._converters = ConversionPool(config, workers=self._workers, kind=self._converter_kind)
         return self._converters
 
     def _check_model(self, collection: Collection, embedder: Embedder) -> None:
@@ -265,29 +278,31 @@ class Library:
 
     async def ingest(
         self, paths: Sequence[Path], collection: str, *, description: str | None = None
-    ) -> AsyncIterator[IngestEvent]:
+    ) -> AsyncGenerator[IngestEvent, None]:
         """Index files/folders into ``collection`` (created if missing); events as it goes.
         Ends with IngestFinished. Cancelling the iteration stops cleanly (resumable)."""
         name = _clean_name(collection)
         await self.create_collection(name, description or "")
         roots = [absolute(p) for p in paths]
         await self._write(self.catalog.add_roots, name, [display_path(r) for r in roots])
-        async for event in self._pipeline_run(name, roots):
-            yield event
+        async with aclosing(self._pipeline_run(name, roots)) as events:
+            async for event in events:
+                yield event
 
-    def rescan(self, collection: str) -> AsyncIterator[IngestEvent]:
+    def rescan(self, collection: str) -> AsyncGenerator[IngestEvent, None]:
         """Walk the collection's folders and files again: new and changed files are
         indexed, deleted ones removed, half-done ones redone."""
         return self._rescan(collection)
 
-    async def _rescan(self, collection: str) -> AsyncIterator[IngestEvent]:
+    async def _rescan(self, collection: str) -> AsyncGenerator[IngestEvent, None]:
         existing = await self._run(self.catalog.require_collection, collection)
         await self.create_collection(existing.name)
         roots = [Path(r) for r in await self._run(self.catalog.roots, collection)]
-        async for event in self._pipeline_run(collection, roots):
-            yield event
+        async with aclosing(self._pipeline_run(collection, roots)) as events:
+            async for event in events:
+                yield event
 
-    async def _pipeline_run(self, name: str, roots: list[Path]) -> AsyncIterator[IngestEvent]:
+    async def _pipeline_run(self, name: str, roots: list[Path]) -> AsyncGenerator[IngestEvent, None]:
         if name in self._ingesting:
             raise StoreError(f"Collection '{name}' is already being ingested.", "Wait for that ingest to finish.")
         self._ingesting.add(name)
@@ -302,8 +317,9 @@ class Library:
                 embed_workers=self._workers,
                 max_file_mb=self.settings.ingest.max_file_mb,
             )
-            async for event in pipeline.run(name, roots):
-                yield event
+            async with aclosing(pipeline.run(name, roots)) as events:
+                async for event in events:
+                    yield event
         finally:
             self._ingesting.discard(name)
 

@@ -24,8 +24,9 @@ import asyncio
 import hashlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import Executor
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -134,12 +135,13 @@ class IngestPipeline:
         self.embed_workers = max(1, embed_workers)
         self.max_file_mb = max_file_mb
 
-    async def run(self, collection: str, roots: Sequence[Path]) -> AsyncIterator[IngestEvent]:
+    async def run(self, collection: str, roots: Sequence[Path]) -> AsyncGenerator[IngestEvent, None]:
         """Index ``roots`` into ``collection``; documents under a root that are gone
         from disk are removed. Yields events, IngestFinished last."""
         run = _Run(self, collection, [absolute(r) for r in roots])
-        async for event in run.events():
-            yield event
+        async with aclosing(run.events()) as events:
+            async for event in events:
+                yield event
 
 
 class _Run:
@@ -217,7 +219,7 @@ class _Run:
 
     # -- the run --------------------------------------------------------------------
 
-    async def events(self) -> AsyncIterator[IngestEvent]:
+    async def events(self) -> AsyncGenerator[IngestEvent, None]:
         run_id = await self._store(self.p.catalog.start_run, self.collection)
         status = "cancelled"
         main = asyncio.create_task(self._main(), name=f"ingest:{self.collection}")
@@ -230,6 +232,9 @@ class _Run:
                 yield event
             await main  # raises what the run raised
             status = "finished"
+        except Exception:
+            status = "failed"
+            raise
         finally:
             if not main.done():
                 main.cancel()
@@ -250,6 +255,15 @@ class _Run:
             )
 
     async def _main(self) -> None:
+        warm_up = asyncio.create_task(self.p.converters.start())  # workers start while we scan
+        try:
+            await self._work()
+        finally:
+            if not warm_up.done():
+                warm_up.cancel()
+            await asyncio.gather(warm_up, return_exceptions=True)
+
+    async def _work(self) -> None:
         scanned: ScanResult = await asyncio.to_thread(scan, self.roots, self.p.max_file_mb)
         known = {d.path: d for d in await asyncio.to_thread(self.p.catalog.documents, self.collection)}
         seen = {display_path(f.path) for f in scanned.files} | {s.path for s in scanned.skipped}
@@ -266,15 +280,18 @@ class _Run:
             await self._record_skipped(skipped.path, skipped.reason, known.get(skipped.path))
 
         lanes = [asyncio.create_task(self._embed_lane(), name=f"ingest-embed-{i}") for i in range(self.p.embed_workers)]
+        producer = asyncio.create_task(self._produce_all(scanned.files, known, len(lanes)), name="ingest-produce")
+        tasks = [producer, *lanes]
         try:
-            await self._produce(scanned.files, known)
-            for _ in lanes:
-                await self.ready.put(None)
-            await asyncio.gather(*lanes)
+            # the first failure (a store or embedder error) stops everything, no stage left waiting
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+            await asyncio.gather(*tasks)
         finally:
-            for lane in lanes:
-                lane.cancel()
-            await asyncio.gather(*lanes, return_exceptions=True)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         self._progress(force=True)
         t = self.tally
         self._emit(
@@ -340,13 +357,24 @@ class _Run:
         self.work_total = len(jobs)
         self.work_started = time.monotonic()
         self._progress(force=True)
-        for job in jobs:
-            await limit.acquire()
-            task = asyncio.create_task(self._convert(job, limit))
-            converting.add(task)
-            task.add_done_callback(converting.discard)
-        if converting:
-            await asyncio.gather(*list(converting))
+        try:
+            for job in jobs:
+                await limit.acquire()
+                task = asyncio.create_task(self._convert(job, limit))
+                converting.add(task)
+                task.add_done_callback(converting.discard)
+            if converting:
+                await asyncio.gather(*list(converting))
+        finally:
+            pending = list(converting)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _produce_all(self, files: list[ScannedFile], known: dict[str, Document], lanes: int) -> None:
+        await self._produce(files, known)
+        for _ in range(lanes):
+            await self.ready.put(None)
 
     def _hash_if_needed(self, scanned_file: ScannedFile, previous: Document | None) -> str:
         if (

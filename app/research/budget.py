@@ -3,7 +3,9 @@
 The run stops at the first exhausted budget and says which: ``BudgetHit``
 carries the budget's name (``max_rounds``, ``max_search_calls``,
 ``max_tokens``, ``max_seconds``), which becomes the run's ``stop_reason``.
-``max_subqueries`` caps each round (a cap, not a stop) and
+Research stops when 80% of ``max_seconds`` is used, keeping the rest for the
+report, so a whole run ends within ``max_seconds`` (plus a few seconds at
+most). ``max_subqueries`` caps each round (a cap, not a stop) and
 ``max_concurrent_calls`` limits parallel model calls.
 """
 
@@ -22,6 +24,9 @@ BUDGET_LABELS: dict[str, str] = {
     "max_tokens": "tokens",
     "max_seconds": "wall time",
 }
+
+
+REPORT_SHARE = 0.2  # of max_seconds, kept for writing the report
 
 
 class BudgetHit(BudgetExhausted):
@@ -49,8 +54,12 @@ def describe_stop(stop_reason: str) -> str:
 class BudgetTracker:
     """Counts what a run has used against its :class:`Budget`."""
 
-    def __init__(self, budget: Budget, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, budget: Budget, clock: Callable[[], float] = time.monotonic, *, report_share: float = REPORT_SHARE
+    ) -> None:
         self.budget = budget
+        # research stops early enough to leave this share of the wall time for the report
+        self.research_seconds = budget.max_seconds * (1.0 - min(max(report_share, 0.0), 0.9))
         self._clock = clock
         self.started = clock()
         self.rounds = 0
@@ -63,6 +72,12 @@ class BudgetTracker:
 
     @property
     def seconds_left(self) -> float:
+        """Wall time left for research (the report's share of the budget excluded)."""
+        return self.research_seconds - self.elapsed
+
+    @property
+    def total_seconds_left(self) -> float:
+        """Wall time left before ``max_seconds``, report included."""
         return self.budget.max_seconds - self.elapsed
 
     @property

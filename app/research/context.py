@@ -15,6 +15,12 @@ the model, the library and the event stream only through it. The context:
   raising :class:`~app.research.budget.BudgetHit` with the budget's name;
 * writes the report (``write_report``), shared by all modes.
 
+``options`` (free-form, from ``ResearchEngine.run(options=...)``): ``prompt_chars``
+(room for document text per prompt, default 6000), ``report_max_tokens``
+(default 900), ``report_share`` (share of ``max_seconds`` kept for writing the
+report, default 0.2), ``short_answer`` (also extract ``Report.answer``, for
+benchmarks).
+
 A typical mode::
 
     async def run_mode(ctx: RunContext) -> Report:
@@ -50,7 +56,7 @@ from app.core.events import (
 from app.core.models import ZERO_USAGE, Budget, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
 from app.ingest.library import Library
 from app.llm.base import ChatModel, Message
-from app.research.budget import BudgetHit, BudgetTracker
+from app.research.budget import REPORT_SHARE, BudgetHit, BudgetTracker
 from app.research.evidence import EvidenceRegistry
 from app.store.vectors import SearchMode
 
@@ -62,6 +68,7 @@ REPORT_MAX_TOKENS = 900
 PLAN_TEMPERATURE = 0.1
 WRITE_TEMPERATURE = 0.3
 DEFAULT_PROMPT_CHARS = 6000  # room for document text in one prompt
+REPORT_MARGIN_S = 2.0  # the report's calls may end this much past max_seconds
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,9 @@ class RunContext:
         self.library = library
         self.run_id = run_id
         self.options: dict[str, Any] = dict(options or {})
-        self.tracker = BudgetTracker(self.budget, clock)
+        self.tracker = BudgetTracker(
+            self.budget, clock, report_share=float(self.options.get("report_share", REPORT_SHARE))
+        )
         self.evidence = EvidenceRegistry()
         self.usage: Usage = ZERO_USAGE
         self.stop_reason: str | None = None
@@ -106,7 +115,6 @@ class RunContext:
         self.report_text = ""  # the report body streamed so far
         self.finishing = False  # True while the report is written: budgets no longer stop calls
         self.prompt_chars = int(self.options.get("prompt_chars", DEFAULT_PROMPT_CHARS))
-        self.report_grace_s = float(self.options.get("report_grace_s", max(15.0, self.budget.max_seconds * 0.5)))
         self._emit = emit
         self._ids = itertools.count(1)
         self._semaphore = asyncio.Semaphore(max(1, self.budget.max_concurrent_calls))
@@ -148,9 +156,7 @@ class RunContext:
 
     def _call_deadline(self) -> float:
         """Seconds this call may take before the wall-time budget is out."""
-        left = self.tracker.seconds_left
-        if self.finishing:
-            left += self.report_grace_s
+        left = self.tracker.total_seconds_left + REPORT_MARGIN_S if self.finishing else self.tracker.seconds_left
         return max(0.05, left)
 
     # -- model calls ----------------------------------------------------------
@@ -205,6 +211,10 @@ class RunContext:
                 self._account(getattr(exc, "usage", None))
                 return default
             except TimeoutError:
+                if self.finishing:
+                    self.notice("A check was skipped: the wall-time budget ran out.", level="warning")
+                    self.stop("max_seconds")
+                    return default
                 raise self._timeout_hit() from None
         self._reasoning(node_id, result.reasoning)
         self._account(result.usage)
@@ -233,6 +243,9 @@ class RunContext:
         """Stream a reply: ``on_text`` gets each answer piece (returning False stops the
         generation early); reasoning goes to the node."""
         parts: list[str] = []
+        reasoning_chars = 0
+        accounted = False
+        started = time.monotonic()
         async with self._model_slot():
             try:
                 async with asyncio.timeout(self._call_deadline()):
@@ -245,13 +258,24 @@ class RunContext:
                                     self.notice("The model started repeating itself; its reply was cut there.")
                                     break
                             elif delta.kind == "reasoning":
+                                reasoning_chars += len(delta.text)
                                 self._reasoning(node_id, delta.text)
                             elif delta.kind == "done":
+                                accounted = True
                                 self._account(delta.usage)
                     finally:
                         closer = getattr(stream, "aclose", None)
                         if closer is not None:
                             await closer()
+                        if not accounted:  # cut early: the back end never reported usage, estimate it
+                            self._account(
+                                Usage(
+                                    prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
+                                    completion_tokens=len(parts) + reasoning_chars // 4,
+                                    latency_s=time.monotonic() - started,
+                                    model=getattr(self.model, "model_name", ""),
+                                )
+                            )
             except TimeoutError:
                 if self.finishing:
                     self.notice("The report was cut short by the wall-time budget.", level="warning")

@@ -32,7 +32,7 @@ from app.store.runs import RunStore
 log = logging.getLogger(__name__)
 
 CANCEL_WAIT_S = 0.8  # how long a cancelled mode task gets to unwind
-HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds + report grace, the engine cuts the run
+HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds, the engine cuts the run (partial report)
 
 _STOP = object()
 DEFAULT_SCOPE = Scope()
@@ -144,7 +144,7 @@ class ResearchEngine:
 
     async def _drive(self, ctx: RunContext, runner: ModeRunner) -> None:
         """Run the mode; always ends by emitting Finished or Failed (unless cancelled)."""
-        hard_limit = ctx.budget.max_seconds + ctx.report_grace_s + HARD_STOP_MARGIN_S
+        hard_limit = ctx.budget.max_seconds + HARD_STOP_MARGIN_S
         try:
             async with asyncio.timeout(hard_limit):
                 try:

@@ -39,7 +39,7 @@ class IngestRun:
     collection: str
     started: float
     finished: float | None
-    status: str  # running | finished | cancelled | interrupted
+    status: str  # running | finished | cancelled | failed | interrupted
     indexed: int = 0
     unchanged: int = 0
     skipped: int = 0

@@ -239,13 +239,12 @@ class MainWindow(QMainWindow):
             return
         panel = self.research_panel
         panel.set_running(True)  # at once, so a second click cannot start a second run
+        self.presenter.reset()
         self._run_task = self.tasks.start(
             self._run(question, panel.mode_name(), panel.scope(), panel.budget()), "research run"
         )
 
     async def _run(self, question: str, mode: str, scope: Any, budget: Any) -> None:
-        self.research_panel.set_running(True)
-        self.presenter.reset()
         self.report_tabs.setCurrentWidget(self.report)
         self.state_label.setText("Loading the model…")
         self._clock.start()

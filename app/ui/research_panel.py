@@ -215,9 +215,15 @@ class ResearchPanel(QWidget):
         if parent.isValid():
             self.tree.expand(parent)
         for row in range(first, last + 1):
-            index = self.tree_model.index(row, 0, parent)
-            if index.data(KIND_ROLE) in ("round", "subquery", "plan", "reflection"):
-                self.tree.expand(index)
+            self._expand_subtree(self.tree_model.index(row, 0, parent))
+
+    def _expand_subtree(self, index: QModelIndex) -> None:
+        """Open rounds, sub-queries and plans (so their chunks show); reasoning stays one line."""
+        if index.data(KIND_ROLE) not in ("round", "subquery", "plan", "reflection"):
+            return
+        self.tree.expand(index)
+        for row in range(self.tree_model.rowCount(index)):
+            self._expand_subtree(self.tree_model.index(row, 0, index))
 
     def _show_detail(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if not current.isValid():

@@ -196,7 +196,7 @@ class Services:
             try:
                 await asyncio.wait_for(close(), timeout=10)
             except Exception as exc:  # closing must go on
-                log.warning("closing failed: %s", exc)
+                log.warning("closing failed: %r", exc)
         await self.history.aclose()
         if self._startup_lock is not None:
             self._startup_lock.close()

@@ -8,14 +8,15 @@
 #   packaging/linux/build_deb.sh [DIST_DIR] [OUT_DIR]
 #
 # DIST_DIR defaults to dist/fathom, OUT_DIR to dist; prints the .deb's path.
-# Needs dpkg-deb (Debian/Ubuntu). DEB_COMPRESSION=xz|zstd|gzip|none (default xz).
+# Needs dpkg-deb (Debian/Ubuntu). DEB_COMPRESSION=zstd|xz|gzip|none (default zstd: seconds, not minutes;
+# use xz for dpkg older than 1.21.18, e.g. Debian 11).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 dist="$(cd "${1:-$root/dist/fathom}" && pwd)"
 out="$(mkdir -p "${2:-$root/dist}" && cd "${2:-$root/dist}" && pwd)"
-compression="${DEB_COMPRESSION:-xz}"
+compression="${DEB_COMPRESSION:-zstd}"
 
 if [[ ! -x "$dist/fathom" ]]; then
     echo "No PyInstaller build at $dist: run '.venv/bin/pyinstaller build.spec --noconfirm' first." >&2
@@ -72,7 +73,5 @@ Description: deep research over your own documents, offline
  Nothing leaves the machine unless a remote model endpoint is configured.
 CONTROL
 
-args=(--root-owner-group --build)
-if [[ "$compression" != "xz" ]]; then args=(-Z"$compression" "${args[@]}"); fi
-dpkg-deb "${args[@]}" "$stage" "$out/$package" >/dev/null
+dpkg-deb -Z"$compression" --root-owner-group --build "$stage" "$out/$package" >/dev/null
 echo "$out/$package"

@@ -11,11 +11,15 @@ analyzer and BM25 formula for BM25, and the same RRF for hybrid.
 
 The corpus: real text (paragraphs of ../shared/data/milvus-docs and the MuSiQue
 corpus; past that, each row joins halves of two random real paragraphs, so the
-term statistics stay those of real text) and random unit vectors (embedding
-100k chunks would take over an hour on two cores; search cost does not depend
-on what the vectors mean). The queries are 8 real MuSiQue questions (BM25 text)
-with random unit query vectors. The store is written, flushed, closed and
-reopened (load_collection) before timing, as after an app start.
+term statistics stay those of real text). Vectors: the first --real rows are real
+MiniLM embeddings of their paragraphs, the rest mixtures of two of those plus
+noise (embedding 100k chunks would take over an hour on two cores; search cost
+does not depend on what the vectors mean, and mixtures keep the clustered shape
+that ANN recall depends on; --random-vectors gives the uniform worst case).
+Queries: 8 real MuSiQue questions, embedded for real. The store is written,
+flushed, closed and reopened (load_collection) before timing, as after an app
+start. For steadier numbers on a shared machine run it with
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 (both sides then use one core).
 """
 
 from __future__ import annotations

@@ -145,3 +145,13 @@ def test_bad_files_fail_with_a_sentence(
         converter.convert(path)
     assert sentence in str(caught.value)
     assert "Traceback" not in str(caught.value)
+
+
+def test_pdfs_use_the_native_pipeline_unless_layout_models_are_there(converter: Converter, tmp_path: Path) -> None:
+    from app.ingest.convert import layout_models_present
+
+    assert converter.pdf_pipeline == "native"  # no models configured: offline text extraction
+    assert not layout_models_present("")
+    assert not layout_models_present(str(tmp_path))
+    (tmp_path / "docling-project--docling-layout-heron").mkdir()
+    assert layout_models_present(str(tmp_path))

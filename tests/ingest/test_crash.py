@@ -17,7 +17,6 @@ from app.ingest.pipeline import make_chunk_id
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = (
-    "userGuide/manage-partitions.md",
     "userGuide/use-partition-key.md",
     "about/overview.md",
     "about/limitations.md",

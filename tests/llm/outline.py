@@ -10,7 +10,7 @@ from app.llm.base import Message
 OUTLINE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "title": {"type": "string", "maxLength": 80},
+        "title": {"type": "string", "maxLength": 60},
         "sections": {
             "type": "array",
             "minItems": 1,
@@ -18,14 +18,14 @@ OUTLINE_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "heading": {"type": "string", "maxLength": 60},
+                    "heading": {"type": "string", "maxLength": 40},
                     "points": {
                         "type": "array",
                         "maxItems": 3,
                         "items": {
                             "type": "object",
                             "properties": {
-                                "text": {"type": "string", "maxLength": 80},
+                                "text": {"type": "string", "maxLength": 60},
                                 "confidence": {"type": "number"},
                             },
                             "required": ["text", "confidence"],

@@ -13,7 +13,7 @@ import pytest
 from app.commands import ask
 from app.core.events import IngestFinished
 from app.core.paths import app_paths
-from app.core.settings import Settings
+from app.core.settings import Settings, replace_setting, save_settings
 from app.ingest.library import Library
 
 pytestmark = pytest.mark.slow
@@ -50,6 +50,9 @@ def test_ask_refuses_an_empty_library_and_an_unknown_collection(
 
 
 def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFixture[str], shared_data: Path) -> None:
+    # one llama.cpp thread: on a busy shared CPU, more threads only spin
+    settings = replace_setting(Settings(), "model.llamacpp.n_threads", 1)
+    save_settings(replace_setting(settings, "model.llamacpp.n_ctx", 4096), app_paths().settings_file)
     ingest(shared_data / "pdf" / "WhatisMilvus.pdf", "milvus")
     code = run_ask(["What is Milvus?", "--mode", "quick", "--collection", "milvus", "--json", "--max-seconds", "300"])
     captured = capsys.readouterr()

@@ -60,9 +60,12 @@ async def test_deep_run_searches_judges_and_writes_a_cited_report() -> None:
     # the original question is always one of the searches
     assert planned[0].text == QUESTION and planned[0].origin == "original"
     assert [p.text for p in planned] == [QUESTION, "Milvus vector database features", "other vector databases compared"]
-    # one batched library call for the whole round, one judgement call per sub-query
+    # one batched library call for the whole round, at most one judgement call per
+    # sub-query (a chunk found by an earlier sub-query is not judged again)
     assert library.search_calls == [([p.text for p in planned], None)]
-    assert len(model.calls_for("judge")) == 3
+    judge_calls = model.calls_for("judge")
+    assert 1 <= len(judge_calls) <= 3
+    assert f"Search query: {QUESTION}" in judge_calls[0].prompt
     assert len(of(events, SearchFinished)) == 3
     judged = of(events, ChunkJudged)
     assert {j.relevant for j in judged} == {True, False}
@@ -257,3 +260,20 @@ async def test_citation_check_flags_unsupported_sentences_in_report_and_events()
     assert any("not supported" in q for q in events[-1].report.open_questions)
     statuses = {e.number: e.status.value for e in events[-1].report.evidence}
     assert statuses[1] == "supporting" and statuses[2] == "unverified"
+
+
+async def test_each_chunk_is_judged_once_per_run() -> None:
+    reflections = [
+        {"done": False, "summary": "", "gap_queries": ["Milvus hybrid search BM25", "Milvus index types"]},
+        {"done": True, "summary": "", "gap_queries": []},
+    ]
+    model = ScriptedModel(script(reflect=reflections, judge={"relevant": [1]}), text=REPORT)
+    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
+    shown: list[str] = []
+    for call in model.calls_for("judge"):
+        shown += [c.chunk_id for c in MILVUS_CHUNKS if c.text[:40] in call.prompt]
+    assert len(shown) == len(set(shown))  # no chunk went to the judge twice
+    judged = of(events, ChunkJudged)
+    hits = [(e.node_id, h.chunk.chunk_id) for e in of(events, SearchFinished) for h in e.hits]
+    assert sorted((j.node_id, j.chunk_id) for j in judged) == sorted(hits)  # yet every hit shows a verdict
+    assert any(j.reason == "judged earlier in this run" for j in judged)

@@ -121,7 +121,7 @@ async def test_max_tokens_stops_before_the_next_call() -> None:
     assert isinstance(final, Finished) and final.stop_reason == "max_tokens"
     research_calls = [c for c in model.calls if c.task not in ("text", "citation_check")]
     assert len(research_calls) == 3  # 120, 240, 360 >= 300: no fourth research call
-    assert [c.task for c in research_calls] == ["decompose", "judge", "judge"]
+    assert [c.task for c in research_calls][:2] == ["decompose", "judge"]
     assert final.report.markdown.startswith("Milvus is")  # the report is still written
 
 
@@ -151,8 +151,9 @@ async def test_max_seconds_cuts_a_hanging_model_call() -> None:
 
 
 def cancellable_script() -> dict[str, Any]:
-    # round 1 finds evidence, round 2's judgement hangs
-    return script(judge=[{"relevant": [1]}] * 5 + [BLOCK])
+    # round 1 finds evidence, round 2's reflection hangs
+    gaps = {"done": False, "summary": "", "gap_queries": ["Milvus hybrid search"]}
+    return script(reflect=[gaps, BLOCK])
 
 
 async def test_stop_ends_the_run_within_a_second_and_keeps_the_evidence() -> None:
@@ -223,7 +224,8 @@ async def test_cancelling_the_consumer_task_keeps_the_evidence() -> None:
 
 async def test_a_model_failure_mid_run_ends_with_failed_and_keeps_the_evidence() -> None:
     outage = ModelUnavailable("The model server at 127.0.0.1:11434 stopped answering.", "Start Ollama again.")
-    model = ScriptedModel(script(judge=[{"relevant": [1, 2]}] * 5 + [outage]), text=REPORT)
+    gaps = {"done": False, "summary": "", "gap_queries": ["Milvus hybrid search"]}
+    model = ScriptedModel(script(judge={"relevant": [1, 2]}, reflect=[gaps, outage]), text=REPORT)
     runs = store()
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION, run_id="f1"))
     final = events[-1]
@@ -299,3 +301,23 @@ async def test_replaying_a_persisted_run_rebuilds_the_same_tree() -> None:
     assert summary.run_id == "replay" and summary.report_markdown == live[-1].report.markdown
     assert summary.total_tokens == live[-1].usage.total_tokens
     assert again.delete_run("replay") and again.load_events("replay") == []
+
+
+async def test_a_report_that_loops_is_cut_and_its_tokens_still_counted() -> None:
+    loop = "Milvus is an open-source vector database built for similarity search [1].\n" * 40
+    model = ScriptedModel(script(reflect={"done": True, "summary": "", "gap_queries": []}), text=loop)
+    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
+    final = events[-1]
+    assert isinstance(final, Finished)
+    streamed = "".join(e.text for e in events if type(e).__name__ == "ReportDelta")
+    assert streamed.count("similarity search") <= 4  # generation stopped after a few repeats
+    assert final.report.markdown.count("similarity search") == 1
+    assert final.usage.calls == len(model.calls)  # the cut call is counted (estimated)
+
+
+async def test_one_subquery_per_round_searches_the_question_without_decomposing() -> None:
+    model = ScriptedModel(script(reflect={"done": True, "summary": "", "gap_queries": []}), text=REPORT)
+    library = MemoryLibrary(list(MILVUS_CHUNKS))
+    await collect(ResearchEngine(model, library).run(QUESTION, budget=Budget(max_subqueries=1)))
+    assert model.calls_for("decompose") == []
+    assert library.search_calls == [([QUESTION], None)]

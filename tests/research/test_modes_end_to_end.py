@@ -13,6 +13,7 @@ import asyncio
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,15 @@ def pdf_library(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return paths
 
 
+@pytest.fixture(scope="module")
+def starter(starter_model_path: Path) -> Iterator[LlamaCppModel]:
+    """The starter model with a generous per-call timeout: on a loaded shared CPU one
+    call of the tiny model can take minutes; the run's own budget is what is tested."""
+    model = LlamaCppModel(starter_model_path, n_ctx=4096, n_threads=1, timeout_s=600)
+    yield model
+    asyncio.run(model.aclose())
+
+
 async def research(
     paths: AppPaths, model: LlamaCppModel, mode: str, question: str = QUESTION
 ) -> tuple[list[Any], Library]:
@@ -91,8 +101,8 @@ def assert_within_budget(final: Any) -> None:
     assert final.elapsed_s < BUDGET.max_seconds * 1.5 + 10
 
 
-async def test_plan_mode_on_the_pdf(pdf_library: AppPaths, starter_llm: LlamaCppModel) -> None:
-    events, library = await research(pdf_library, starter_llm, "plan")
+async def test_plan_mode_on_the_pdf(pdf_library: AppPaths, starter: LlamaCppModel) -> None:
+    events, library = await research(pdf_library, starter, "plan")
     try:
         final = events[-1]
         assert_within_budget(final)
@@ -107,9 +117,9 @@ async def test_plan_mode_on_the_pdf(pdf_library: AppPaths, starter_llm: LlamaCpp
         await library.aclose()
 
 
-async def test_table_mode_on_the_pdf(pdf_library: AppPaths, starter_llm: LlamaCppModel) -> None:
+async def test_table_mode_on_the_pdf(pdf_library: AppPaths, starter: LlamaCppModel) -> None:
     question = "Which vector databases and index types are mentioned, and what is each used for?"
-    events, library = await research(pdf_library, starter_llm, "table", question)
+    events, library = await research(pdf_library, starter, "table", question)
     try:
         final = events[-1]
         assert_within_budget(final)
@@ -134,8 +144,8 @@ async def test_table_mode_on_the_pdf(pdf_library: AppPaths, starter_llm: LlamaCp
         await library.aclose()
 
 
-async def test_hds_mode_on_the_pdf(pdf_library: AppPaths, starter_llm: LlamaCppModel) -> None:
-    events, library = await research(pdf_library, starter_llm, "hds")
+async def test_hds_mode_on_the_pdf(pdf_library: AppPaths, starter: LlamaCppModel) -> None:
+    events, library = await research(pdf_library, starter, "hds")
     try:
         final = events[-1]
         assert_within_budget(final)

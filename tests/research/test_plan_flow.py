@@ -127,10 +127,14 @@ async def test_citations_are_merged_by_chunk_id_across_steps() -> None:
 
 async def test_nonsense_replies_degrade_to_searching_the_question() -> None:
     model = ScriptedModel({"step_finding": "not an object"}, text=["", "Milvus is a vector database."])
-    events = await run(model)
+    library = MemoryLibrary(list(CHUNKS))
+    events = await collect(ResearchEngine(model, library).run(QUESTION, mode="plan"))
     final = events[-1]
     assert isinstance(final, Finished), final
-    assert [p.text for p in of(events, SubQueryPlanned)] == [QUESTION]
+    # the question is searched first; the one-step fallback plan reuses those hits
+    assert [p.text for p in of(events, SubQueryPlanned)] == [QUESTION, QUESTION]
+    assert [p.origin for p in of(events, SubQueryPlanned)] == ["original", "plan"]
+    assert len(library.search_calls) == 1
     assert final.report.evidence  # the top hits are kept, ranked, not thrown away
     assert any(n.level == "warning" and "plan" in n.message for n in of(events, Notice))
 

@@ -242,7 +242,7 @@ async def test_ingest_and_deep_run_stay_on_this_machine(
         finished = await ingest(library, [shared_data / "milvus-docs" / "about" / "limitations.md"], "docs")
         assert finished.indexed == 1
         engine = ResearchEngine(llm, library, RunStore.open(paths))
-        budget = Budget(max_rounds=1, max_subqueries=2, top_k=2, max_seconds=180, max_concurrent_calls=1)
+        budget = Budget(max_rounds=1, max_subqueries=1, top_k=2, max_seconds=180, max_concurrent_calls=1)
         events = [
             e
             async for e in engine.run(

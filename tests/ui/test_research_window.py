@@ -4,6 +4,7 @@ Library (Milvus Lite + Docling) and the real starter model (llama.cpp)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -138,24 +139,24 @@ def test_a_question_runs_live_and_its_citations_open_the_source(qtbot: Any, aloo
     viewer.close()
 
     # saved in the history
-    qtbot.waitUntil(lambda: window.presenter.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
+    qtbot.waitUntil(
+        lambda: window.presenter.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000
+    )
     SHARED.update(
-        run_id=window.presenter.run_id, shape=model.shape(), markdown=report.markdown_text(),
+        run_id=window.presenter.run_id,
+        shape=model.shape(),
+        markdown=report.markdown_text(),
         unsupported=report.unsupported_citations(),
     )
 
 
-def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(
-    qtbot: Any, aloop: Any, window: MainWindow
-) -> None:
+def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, aloop: Any, window: MainWindow) -> None:
     _configure(window, "deep", rounds=3, queries=3)
     window.run_options = {"report_max_tokens": 400}
     try:
         window.research_panel.run_button.click()
         # let it get somewhere: at least one search done
-        qtbot.waitUntil(
-            lambda: any(isinstance(e, SearchFinished) for e in window.presenter.events), timeout=300_000
-        )
+        qtbot.waitUntil(lambda: any(isinstance(e, SearchFinished) for e in window.presenter.events), timeout=300_000)
         assert window.running
         ticks: list[float] = []
         timer = QTimer()
@@ -163,6 +164,7 @@ def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(
         timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
         timer.start()
         window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=5_000)  # shortcuts need the active window
         window.research_panel.question.setFocus()
         started = time.perf_counter()
         qtbot.keyClick(window.research_panel.question, Qt.Key.Key_Escape)  # Esc stops
@@ -173,7 +175,7 @@ def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(
     finally:
         window.run_options = {"report_max_tokens": 120}
     assert took < 1.0, f"the run took {took:.2f} s to stop"
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert gaps and max(gaps) < 0.25, f"the window stalled {max(gaps):.3f} s while stopping"
     presenter = window.presenter
     assert presenter.state == "cancelled"
@@ -206,6 +208,7 @@ def test_reopening_a_run_replays_its_tree_and_report_and_exports_it(
 
     # Ctrl+F finds in the report
     window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
     word = next(w for w in window.report.toPlainText().split() if len(w) > 4 and w.isalpha())
     qtbot.keyClick(window.report, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     assert window.find_bar.isVisible()

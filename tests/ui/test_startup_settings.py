@@ -27,7 +27,12 @@ def _launch(env_extra: dict[str, str], timeout: float = 60) -> subprocess.Comple
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", **env_extra}
     return subprocess.run(
         [sys.executable, "-c", "import sys; from app.ui.main import run_app; sys.exit(run_app())"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ui_events import deep_run_events
+
 from app.core.events import ReportDelta
 from app.research.tree import build_tree
 from app.ui.report_view import ReportView
@@ -12,8 +14,6 @@ from app.ui.run_presenter import RunPresenter
 from app.ui.table_view import EntityTableView
 from app.ui.tree_adapter import to_view
 from app.ui.tree_model import KIND_ROLE, ResearchTreeModel, ViewNode
-
-from ui_events import deep_run_events
 
 
 def _flatten(node: ViewNode, depth: int = 0) -> list[tuple[int, str, str, str]]:
@@ -46,11 +46,7 @@ def test_rows_appear_in_event_order(qtmodeltester: Any) -> None:
     for i in range(1, len(events) + 1):
         model.apply(to_view(build_tree(events[:i])))
     ids = [node_id for node_id in model.inserted_ids if "#" not in node_id]
-    expected = [
-        node.node_id
-        for node in build_tree(events).walk()
-        if node.node_id != "root"
-    ]
+    expected = [node.node_id for node in build_tree(events).walk() if node.node_id != "root"]
     assert sorted(ids) == sorted(expected)
     # rounds, sub-queries and their chunks were inserted in the order the events came
     order = [i for i in ids if i in ("r1", "r1q0", "r1q1", "r2", "r2q0", "r2q1")]

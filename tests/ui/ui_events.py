@@ -30,8 +30,14 @@ RUN = "run-1"
 
 def _chunk(i: int) -> Chunk:
     return Chunk(
-        chunk_id=f"c{i}", doc_id=f"d{i % 3}", collection="docs", path=f"/docs/file{i % 3}.md",
-        text=f"Chunk {i} says Milvus stores vectors.", title=f"File {i % 3}", page=i % 2 or None, chunk_no=i,
+        chunk_id=f"c{i}",
+        doc_id=f"d{i % 3}",
+        collection="docs",
+        path=f"/docs/file{i % 3}.md",
+        text=f"Chunk {i} says Milvus stores vectors.",
+        title=f"File {i % 3}",
+        page=i % 2 or None,
+        chunk_no=i,
     )
 
 
@@ -45,7 +51,9 @@ def deep_run_events() -> list[ResearchEvent]:
             qid = f"{rid}q{q}"
             origin = "gap" if round_no == 2 else "decompose"
             events.append(
-                SubQueryPlanned(run_id=RUN, node_id=qid, parent_id=rid, text=f"query {qid}", round_no=round_no, origin=origin)
+                SubQueryPlanned(
+                    run_id=RUN, node_id=qid, parent_id=rid, text=f"query {qid}", round_no=round_no, origin=origin
+                )
             )
             events.append(ReasoningDelta(run_id=RUN, node_id=qid, text=f"thinking about {qid} "))
             hits = []
@@ -59,8 +67,14 @@ def deep_run_events() -> list[ResearchEvent]:
                 )
             events.append(UsageUpdated(run_id=RUN, total=Usage(prompt_tokens=100 * chunk_no, completion_tokens=10)))
         events.append(
-            Reflected(run_id=RUN, node_id=f"{rid}x", parent_id=rid, summary="gaps remain", gap_queries=("more?",),
-                      done=round_no == 2)
+            Reflected(
+                run_id=RUN,
+                node_id=f"{rid}x",
+                parent_id=rid,
+                summary="gaps remain",
+                gap_queries=("more?",),
+                done=round_no == 2,
+            )
         )
     events.append(Notice(run_id=RUN, message="budget nearly spent", level="warning"))
     evidence = (
@@ -79,6 +93,13 @@ def deep_run_events() -> list[ResearchEvent]:
         evidence=evidence,
         citations=(Citation(number=1, sentence="s", supported=True), Citation(number=2, sentence="t", supported=False)),
     )
-    events.append(Finished(run_id=RUN, report=report, usage=Usage(prompt_tokens=1200, completion_tokens=80),
-                           stop_reason="completed", elapsed_s=3.5))
+    events.append(
+        Finished(
+            run_id=RUN,
+            report=report,
+            usage=Usage(prompt_tokens=1200, completion_tokens=80),
+            stop_reason="completed",
+            elapsed_s=3.5,
+        )
+    )
     return events

@@ -29,8 +29,9 @@ from app.research.context import RunContext
 MAX_GAP_QUERIES = 3
 KEEP_WHEN_ALL_REJECTED = 2
 MAX_QUERY_CHARS = 300
-JUDGE_CHARS = 700  # per passage shown to the judge
-REFLECT_CHARS = 400  # per evidence item shown to the reflection
+JUDGE_CHARS = 450  # per passage shown to the judge (relevance needs the gist, not every word)
+REFLECT_CHARS = 300  # per evidence item shown to the reflection
+FAITHFUL_CHARS = 2000  # DeepSearcher shows whole chunks to its per-chunk judge and reflection
 
 
 # -- schemas (the title names the task) ----------------------------------------
@@ -106,6 +107,8 @@ def clean_queries(candidates: Sequence[Any], seen: set[str], limit: int) -> list
 async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool) -> list[str]:
     """The first round's queries: the question itself (unless faithful) plus sub-queries."""
     cap = max(1, ctx.budget.max_subqueries)
+    if cap == 1 and keep_original:  # only the question itself fits: no call needed
+        return clean_queries([ctx.question], seen, 1)
     messages = [
         prompts.system(
             "You plan searches over a private document library.",
@@ -219,7 +222,7 @@ async def judge_each_chunk(ctx: RunContext, subquery: SubQuery, hits: Sequence[H
             prompts.user(
                 prompts.question_block(ctx.question),
                 f"Search query: {prompts.neutralise(subquery.text)}",
-                prompts.fence(1, hit.chunk.text, max_chars=JUDGE_CHARS * 2, title=hit.chunk.title),
+                prompts.fence(1, hit.chunk.text, max_chars=FAITHFUL_CHARS, title=hit.chunk.title),
             ),
         ]
         value = await ctx.call_structured(
@@ -255,32 +258,80 @@ class PartialJudgement(Exception):
 
 
 async def judge_round(
-    ctx: RunContext, subqueries: Sequence[SubQuery], results: Sequence[list[Hit]], *, faithful: bool
+    ctx: RunContext,
+    subqueries: Sequence[SubQuery],
+    results: Sequence[list[Hit]],
+    *,
+    faithful: bool,
+    verdicts: dict[str, bool],
 ) -> None:
     """Judge every sub-query's hits (concurrently, within the call limit) and add the
-    relevant ones to the evidence table in sub-query order, even when one call fails."""
+    relevant ones to the evidence table in sub-query order, even when one call fails.
+
+    The deep mode judges each chunk once per run: a chunk already judged (in an
+    earlier round, or under an earlier sub-query of this round) keeps its verdict
+    and is not shown to the model again. ``verdicts`` (chunk id -> relevant)
+    carries that memory between rounds. The faithful variant judges every
+    (query, chunk) pair, as DeepSearcher does.
+    """
+    if faithful:
+        fresh_lists = [list(hits) for hits in results]
+    else:
+        assigned: set[str] = set()
+        fresh_lists = []
+        for hits in results:
+            fresh = [h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned]
+            assigned.update(h.chunk.chunk_id for h in fresh)
+            fresh_lists.append(fresh)
     judge_one = judge_each_chunk if faithful else judge
     outcomes = await asyncio.gather(
-        *(judge_one(ctx, sq, hits) for sq, hits in zip(subqueries, results, strict=True)), return_exceptions=True
+        *(judge_one(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
+        return_exceptions=True,
     )
     error: BaseException | None = None
-    for sq, outcome in zip(subqueries, outcomes, strict=True):
+    for sq, fresh, outcome in zip(subqueries, fresh_lists, outcomes, strict=True):
         if isinstance(outcome, PartialJudgement):
             error = error or outcome.error
             outcome = outcome.kept
         if isinstance(outcome, BaseException):
             error = error or outcome
             continue
+        kept_ids = {h.chunk.chunk_id for h in outcome}
+        for hit in fresh:
+            verdicts[hit.chunk.chunk_id] = hit.chunk.chunk_id in kept_ids
         for hit in outcome:
             ctx.add_evidence(hit, sq.text)
+    if faithful:
+        if error is not None:
+            raise error
+        return
+    for sq, hits, fresh in zip(subqueries, results, fresh_lists, strict=True):
+        fresh_ids = {h.chunk.chunk_id for h in fresh}
+        for hit in hits:
+            chunk_id = hit.chunk.chunk_id
+            if chunk_id in fresh_ids or chunk_id not in verdicts:
+                continue
+            ctx.emit(
+                ChunkJudged(
+                    run_id=ctx.run_id,
+                    node_id=sq.node_id,
+                    chunk_id=chunk_id,
+                    relevant=verdicts[chunk_id],
+                    score=0.0,
+                    reason="judged earlier in this run",
+                )
+            )
     if error is not None:
         raise error
 
 
-async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str]) -> tuple[bool, list[str]]:
+async def reflect(
+    ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str], *, faithful: bool = False
+) -> tuple[bool, list[str]]:
     """Stop, or up to 3 new gap queries (repeats removed)."""
     numbered = ctx.evidence.chunks()
-    per = max(150, min(REFLECT_CHARS, ctx.prompt_chars // max(1, len(numbered))))
+    cap = FAITHFUL_CHARS if faithful else REFLECT_CHARS
+    per = max(150, min(cap, ctx.prompt_chars // max(1, len(numbered))))
     docs = prompts.fence_many(
         [(n, chunk.title, chunk.text) for n, chunk in numbered], max_chars=per, total_chars=ctx.prompt_chars
     )
@@ -321,6 +372,7 @@ async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], see
 
 async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
     seen: set[str] = set()
+    verdicts: dict[str, bool] = {}
     searched: list[str] = []
     queries: list[str] = []
     origin = "decompose"
@@ -342,9 +394,9 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
             results = await ctx.search(subqueries)
             searched += queries
             queries = []
-            await judge_round(ctx, subqueries, results, faithful=faithful)
+            await judge_round(ctx, subqueries, results, faithful=faithful, verdicts=verdicts)
             ctx.check_budget()
-            done, gaps = await reflect(ctx, round_node, searched, seen)
+            done, gaps = await reflect(ctx, round_node, searched, seen, faithful=faithful)
             if done:
                 ctx.stop("completed")
                 break

@@ -8,8 +8,9 @@ pick the relevant hits, state the step's finding and say whether the question
 is already answered → stop early when it is → write the cited report.
 
 Evidence is merged by chunk id (a chunk found by two steps keeps one ``[n]``).
-A plan the model cannot write degrades to one step: the question itself, and
-the first step always searches the original question too.
+The original question is always searched first (its top hits are evidence,
+so a run cut short by a budget still has something to cite), and a plan the
+model cannot write degrades to one step: the question itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.events import ChunkJudged, PlanWritten, StepFinished
+from app.core.events import ROOT_NODE, ChunkJudged, PlanWritten, SearchFinished, StepFinished
 from app.core.models import Hit, Report, SubQuery
 from app.research import prompts
 from app.research.budget import BudgetHit
@@ -25,12 +26,13 @@ from app.research.context import RunContext
 from app.research.placeholders import fill_placeholders
 
 MAX_COLLECTIONS_VIEWED = 4
-SAMPLE_CHUNKS = 6
-SAMPLE_CHARS = 300
-SUMMARY_TOKENS = 120
+SAMPLE_CHUNKS = 4
+SAMPLE_CHARS = 250
+SUMMARY_TOKENS = 80
 FINDING_CHARS = 300
 PASSAGE_CHARS = 700
 KEEP_WHEN_NONE_PICKED = 2
+KEEP_ORIGINAL = 3  # top hits of the original question kept as evidence
 MAX_STEP_QUERY_CHARS = 300
 
 
@@ -193,6 +195,10 @@ async def run_step(
     return finding, answered, [hits[i] for i in picked]
 
 
+def _key(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
 def _guidance(findings: dict[int, str]) -> str:
     lines = [f"- Step {n}: {prompts.neutralise(f)}" for n, f in sorted(findings.items()) if f]
     if not lines:
@@ -206,6 +212,12 @@ async def run_mode(ctx: RunContext) -> Report:
     done = 0
     try:
         max_steps = max(1, ctx.budget.max_subqueries)
+        # the original question is always searched, first: a plan cut short by a budget still has evidence
+        original = ctx.plan_subquery(ctx.question, parent_id=ROOT_NODE, origin="original")
+        (hits,) = await ctx.search([original])
+        searched = {_key(ctx.question): hits}
+        for hit in hits[:KEEP_ORIGINAL]:
+            ctx.add_evidence(hit, ctx.question)
         view = await global_view(ctx)
         templates = await write_plan(ctx, view, max_steps)
         plan_node = ctx.new_node_id("plan")
@@ -221,16 +233,13 @@ async def run_mode(ctx: RunContext) -> Report:
                     level="warning",
                     node_id=step.node_id,
                 )
-            requests = [step]
-            if number == 1 and text.casefold() != ctx.question.casefold():
-                requests.append(
-                    ctx.plan_subquery(ctx.question, parent_id=plan_node, round_no=round_no, origin="original")
-                )
-            results = await ctx.search(requests)
-            for extra, hits in zip(requests[1:], results[1:], strict=True):
-                for hit in hits[:KEEP_WHEN_NONE_PICKED]:
-                    ctx.add_evidence(hit, extra.text)
-            finding, answered, kept = await run_step(ctx, step, results[0], findings)
+            if _key(text) in searched:  # the same search again: reuse its hits, spend no search call
+                hits = searched[_key(text)]
+                ctx.emit(SearchFinished(run_id=ctx.run_id, node_id=step.node_id, hits=tuple(hits)))
+            else:
+                (hits,) = await ctx.search([step])
+                searched[_key(text)] = hits
+            finding, answered, kept = await run_step(ctx, step, hits, findings)
             for hit in kept:
                 ctx.add_evidence(hit, step.text)
             findings[number] = finding

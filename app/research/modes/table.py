@@ -1,8 +1,8 @@
 """table: deep-seek's entity census.
 
-Plan the entity type, the attribute columns and a few search queries
-(structured) → search wide: every query (and the question) by keyword (BM25)
-and by meaning (dense) → extract entity mentions chunk by chunk: each chunk is
+Search the question wide, by keyword (BM25) and by meaning (dense) → plan
+the entity type, the attribute columns and a few more search queries
+(structured) and search them wide too → extract entity mentions chunk by chunk: each chunk is
 shown with numbered sentence markers and the model answers with entity names
 and marker ranges, never copied text; a name the chunk does not contain is
 dropped → merge duplicate entities by normalised name → fill each entity's
@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.events import ChunkJudged, PlanWritten, TableReady
+from app.core.events import ROOT_NODE, ChunkJudged, PlanWritten, TableReady
 from app.core.models import Chunk, EntityTable, Hit, Report, TableCell
 from app.research import prompts
 from app.research.budget import BudgetHit
@@ -41,6 +41,7 @@ DEFAULT_MAX_ROWS = 8  # entities enriched (one model call each)
 CHUNKS_PER_ENTITY = 3
 CELL_CHARS = 900
 MARKED_CHARS = 2400
+KEEP_WHEN_EMPTY = 3
 
 
 def table_plan_schema(max_queries: int) -> dict[str, Any]:
@@ -124,22 +125,26 @@ async def plan_table(ctx: RunContext) -> tuple[str, list[str], list[str]]:
 # -- search wide --------------------------------------------------------------------
 
 
-async def search_wide(ctx: RunContext, plan_node: str, queries: Sequence[str]) -> list[Hit]:
-    """Every query by keyword and by meaning; hits merged by chunk id, interleaved by rank."""
-    texts = [ctx.question, *(q for q in queries if q.casefold() != ctx.question.casefold())]
-    texts = ctx.cap_subqueries(texts)
-    merged: dict[str, Hit] = {}
+async def search_wide(ctx: RunContext, parent_id: str, texts: Sequence[str]) -> list[list[Hit]]:
+    """Every text by keyword (BM25) and by meaning (dense): the ranked hit lists."""
+    texts = ctx.cap_subqueries(list(texts)) if texts else []
     ranked: list[list[Hit]] = []
     for mode in ("bm25", "dense"):
         ctx.check_budget()
         requests = []
         for text in texts[: ctx.tracker.search_calls_left]:
-            sq = ctx.plan_subquery(text, parent_id=plan_node, origin="table" if text != ctx.question else "original")
+            origin = "original" if text == ctx.question else "table"
+            sq = ctx.plan_subquery(text, parent_id=parent_id, origin=origin)
             requests.append(SearchRequest(node_id=sq.node_id, text=text))
         if not requests:
             break
-        results = await ctx.search(requests, mode=mode)  # type: ignore[arg-type]
-        ranked += results
+        ranked += await ctx.search(requests, mode=mode)  # type: ignore[arg-type]
+    return ranked
+
+
+def interleave(ranked: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """Hits merged by chunk id, best ranks of every list first."""
+    merged: dict[str, Hit] = {}
     depth = max((len(r) for r in ranked), default=0)
     for rank in range(depth):
         for hits in ranked:
@@ -257,7 +262,11 @@ async def run_mode(ctx: RunContext) -> Report:
     entities: list[MergedEntity] = []
     rows: list[tuple[str, tuple[TableCell, ...]]] = []
     chunks: dict[str, Chunk] = {}
+    first: list[Hit] = []
     try:
+        # the question itself is searched first, wide: a run cut short still has evidence
+        ranked = await search_wide(ctx, ROOT_NODE, [ctx.question])
+        first = interleave(ranked)
         entity_type, columns, queries = await plan_table(ctx)
         plan_node = ctx.new_node_id("plan")
         ctx.emit(
@@ -268,7 +277,9 @@ async def run_mode(ctx: RunContext) -> Report:
             )
         )
         ctx.start_round(plan_node)
-        hits = (await search_wide(ctx, plan_node, queries))[:max_chunks]
+        more = [q for q in queries if q.casefold() != ctx.question.casefold()]
+        ranked += await search_wide(ctx, plan_node, more[: max(0, ctx.budget.max_subqueries - 1)])
+        hits = interleave(ranked)[:max_chunks]
         chunks = {h.chunk.chunk_id: h.chunk for h in hits}
         mentions: list[Mention] = []
         for hit in hits:
@@ -311,6 +322,9 @@ async def run_mode(ctx: RunContext) -> Report:
         for chunk_id in entity.chunk_ids:
             if chunk_id in chunks:
                 ctx.add_evidence(Hit(chunk=chunks[chunk_id], score=0.0), f"{entity_type}: {entity.name}")
+    if not len(ctx.evidence):  # nothing enriched: the question's own best hits are the evidence
+        for hit in first[:KEEP_WHEN_EMPTY]:
+            ctx.add_evidence(hit, ctx.question)
     ctx.emit(TableReady(run_id=ctx.run_id, table=table))
     table_md = _table_markdown(ctx, table) if table.rows else f"No {entity_type} was found."
     guidance = (

@@ -1,0 +1,263 @@
+"""Window benchmarks: event-loop stall while ingesting and while researching,
+and the time from launch to the window shown (cold and warm).
+
+Run: ``.venv/bin/python tests/bench/bench_ui.py [--files N] [--skip-research]``
+(offscreen by default). Prints the figures; nothing is asserted.
+
+Stall: a 10 ms QTimer runs on the GUI thread; the gaps between its ticks are
+what a user feels. Reported: max and p99 of the gaps, and the median.
+Launch: ``python -c "run_app()"`` with FATHOM_STARTUP_REPORT; the clock runs
+from process start to the "window shown" line. Cold: a fresh byte-code
+cache (every module compiled) and a fresh data dir; warm: the median of 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import itertools
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+SHARED = ROOT.parent / "shared" / "data"
+
+
+# -- launch ------------------------------------------------------------------
+
+
+def launch_once(env_extra: dict[str, str]) -> tuple[float, float]:
+    """(seconds from process start to the window shown, as seen outside; as run_app measured it)."""
+    env = {**os.environ, "FATHOM_STARTUP_REPORT": "1", "FATHOM_QUIT_AFTER_SHOWN": "0.05", **env_extra}
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main([]))"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    outside = inside = float("nan")
+    for line in proc.stdout:
+        if line.startswith("window shown after"):
+            outside = time.perf_counter() - started
+            inside = float(line.split()[3])
+            break
+    proc.wait(timeout=120)
+    return outside, inside
+
+
+def bench_launch(warm_runs: int = 5) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        cold = launch_once({"FATHOM_HOME": f"{tmp}/home-cold", "PYTHONPYCACHEPREFIX": f"{tmp}/pycache"})
+        launch_once({"FATHOM_HOME": f"{tmp}/home"})  # fills the caches
+        warm = [launch_once({"FATHOM_HOME": f"{tmp}/home"}) for _ in range(warm_runs)]
+    print(
+        f"launch → window shown, cold (fresh byte-code cache, new data dir): {cold[0]:.3f} s "
+        f"(run_app itself: {cold[1]:.3f} s)"
+    )
+    print(
+        f"launch → window shown, warm (median of {warm_runs}): {statistics.median(w[0] for w in warm):.3f} s "
+        f"(min {min(w[0] for w in warm):.3f}, max {max(w[0] for w in warm):.3f}; "
+        f"run_app itself: {statistics.median(w[1] for w in warm):.3f} s)"
+    )
+
+
+# -- stall -------------------------------------------------------------------
+
+
+class Watchdog:
+    """A thread that prints where the GUI thread is when a tick is late (``--watchdog``)."""
+
+    def __init__(self, monitor: StallMonitor, threshold_s: float = 0.15) -> None:
+        import threading
+
+        self.monitor = monitor
+        self.threshold_s = threshold_s
+        self.main_id = threading.get_ident()
+        self.seen: dict[str, int] = {}
+        thread = threading.Thread(target=self._watch, daemon=True)
+        thread.start()
+
+    def _watch(self) -> None:
+        import traceback
+
+        while True:
+            time.sleep(self.threshold_s / 3)
+            ticks = self.monitor.ticks
+            if not self.monitor.timer.isActive() or not ticks:
+                continue
+            if time.perf_counter() - ticks[-1] > self.threshold_s:
+                frame = sys._current_frames().get(self.main_id)
+                if frame is None:
+                    continue
+                stack = traceback.extract_stack(frame)[-6:]
+                key = " <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(stack))
+                if key not in self.seen:
+                    print(f"  [watchdog] GUI thread late {time.perf_counter() - ticks[-1]:.2f}s in: {key}", flush=True)
+                self.seen[key] = self.seen.get(key, 0) + 1
+
+
+class StallMonitor:
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.ticks: list[float] = []
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def start(self) -> None:
+        self.ticks = [time.perf_counter()]
+        self.timer.start()
+
+    def stop(self, label: str) -> dict[str, float]:
+        self.timer.stop()
+        gaps = sorted((b - a) * 1000 for a, b in itertools.pairwise(self.ticks))
+        if not gaps:
+            print(f"{label}: no ticks")
+            return {}
+        p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+        stats = {"max_ms": gaps[-1], "p99_ms": p99, "median_ms": statistics.median(gaps), "ticks": len(gaps)}
+        over = sum(1 for g in gaps if g > 50)
+        print(
+            f"{label}: longest gap {gaps[-1]:.1f} ms, p99 {p99:.1f} ms, median {stats['median_ms']:.1f} ms "
+            f"over {len(gaps)} ticks ({self.ticks[-1] - self.ticks[0]:.1f} s); {over} gaps > 50 ms"
+        )
+        return stats
+
+
+def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from app.core.paths import AppPaths
+    from app.core.settings import Settings
+    from app.ui.main_window import MainWindow
+    from app.ui.services import Services
+    from app.ui.theme import apply_theme
+
+    app = QApplication.instance() or QApplication([])
+    apply_theme(app)  # type: ignore[arg-type]
+    app.setQuitOnLastWindowClosed(False)  # type: ignore[union-attr]
+    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
+    source = SHARED / "milvus-docs"
+    if files:
+        docs = tmp / "milvus-docs"
+        picked = sorted(source.rglob("*.md"))[:files]
+        for path in picked:
+            target = docs / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+        source = docs
+    paths = AppPaths(tmp / "config", tmp / "data", tmp / "cache").ensure()
+    base = Settings()
+    settings = dataclasses.replace(
+        base,
+        model=dataclasses.replace(base.model, backend="llamacpp"),
+        ui=dataclasses.replace(base.ui, first_run_done=True),
+    )
+    loop = qasync.QEventLoop(app)
+    monitor = StallMonitor()
+    if os.environ.get("FATHOM_BENCH_WATCHDOG"):
+        Watchdog(monitor)
+
+    async def main() -> None:
+        window = MainWindow(Services(settings, paths))
+        window.show()
+        monitor.start()
+        await window.start()
+        monitor.stop("window start-up (library opening in the background)")
+        monitor.start()
+        await asyncio.sleep(10)
+        monitor.stop("idle window, 10 s (the machine's own scheduling noise)")
+        n = sum(1 for _ in source.rglob("*.md"))
+        finished = asyncio.Event()
+        window.library_panel.ingestFinished.connect(lambda _e: finished.set())
+        started = time.perf_counter()
+        monitor.start()
+        window.library_panel.add_paths([source])
+        await finished.wait()
+        monitor.stop(f"ingesting {n} milvus-docs files through the window")
+        print(f"  ingest took {time.perf_counter() - started:.1f} s; {window.library_panel.progress.format()}")
+        if research:
+            panel = window.research_panel
+            panel.question.setPlainText(question)
+            panel.mode.setCurrentIndex(panel.mode.findData("deep"))
+            panel.rounds.setValue(1)
+            panel.subqueries.setValue(2)
+            panel.top_k.setValue(4)
+            window.run_options = {"report_max_tokens": 200}
+            done = asyncio.Event()
+            window.presenter.finished.connect(lambda _e: done.set())
+            started = time.perf_counter()
+            monitor.start()
+            window.run_research()
+            await done.wait()
+            monitor.stop("research run (deep, starter model)")
+            print(
+                f"  run took {time.perf_counter() - started:.1f} s, {len(window.presenter.events)} events, "
+                f"{window.presenter.flush_count} tree updates, {window.report.render_count} report renders"
+            )
+        if screenshot is not None:
+            take_screenshot(window, screenshot)
+        window.close()
+        await window.shutdown()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def take_screenshot(window: object, path: Path) -> None:
+    """Select a judged chunk (so the detail pane shows text), then grab the whole window."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.main_window import MainWindow
+    from app.ui.tree_model import KIND_ROLE
+
+    assert isinstance(window, MainWindow)
+    window.left_tabs.setCurrentWidget(window.library_panel)
+    model = window.tree_model
+    for node_id in model.node_ids():
+        index = model.index_of(node_id)
+        if index.data(KIND_ROLE) == "chunk":
+            window.research_panel.tree.setCurrentIndex(index)
+            break
+    QApplication.processEvents()
+    window.grab().save(str(path))
+    print(f"screenshot saved to {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--files", type=int, default=None, help="ingest only the first N milvus-docs files")
+    parser.add_argument("--skip-research", action="store_true")
+    parser.add_argument("--skip-launch", action="store_true")
+    parser.add_argument("--skip-stall", action="store_true")
+    parser.add_argument("--question", default="What is Milvus Lite and how do I install it?")
+    parser.add_argument("--screenshot", type=Path, help="after the run, save a picture of the window here")
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if not args.skip_launch:
+        bench_launch()
+    if not args.skip_stall:
+        bench_stall(args.files, not args.skip_research, args.question, args.screenshot)
+
+
+if __name__ == "__main__":
+    main()
