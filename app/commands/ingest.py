@@ -183,6 +183,13 @@ class Display:
             reason = f": {event.reason}" if event.reason and event.status in ("failed", "skipped") else ""
             print(f"{event.status:9} {short_path(event.path)}{detail}{reason}", file=self.out, flush=True)
 
+    def _columns(self) -> int:
+        try:
+            columns = os.get_terminal_size(self.out.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+        return columns if columns >= 40 else 100
+
     def _bar(self, event: Any) -> None:
         filled = int(self.WIDTH * event.fraction)
         bar = "#" * filled + "-" * (self.WIDTH - filled)
@@ -190,10 +197,7 @@ class Display:
         rate = f" {event.files_per_s:.1f} files/s" if event.files_per_s else ""
         current = Path(event.current).name if event.current else ""
         line = f"[{bar}] {event.done_files}/{event.total_files} files, {event.chunks} chunks{rate}{eta} {current}"
-        try:
-            columns = os.get_terminal_size(self.out.fileno()).columns
-        except (OSError, ValueError):
-            columns = 100
+        columns = self._columns()
         self.out.write("\r" + line[: columns - 1].ljust(columns - 1))
         self.out.flush()
         self._shown = True
@@ -201,10 +205,6 @@ class Display:
 
     def clear(self) -> None:
         if self._shown:
-            try:
-                columns = os.get_terminal_size(self.out.fileno()).columns
-            except (OSError, ValueError):
-                columns = 100
-            self.out.write("\r" + " " * (columns - 1) + "\r")
+            self.out.write("\r" + " " * (self._columns() - 1) + "\r")
             self.out.flush()
             self._shown = False

@@ -54,10 +54,6 @@ class StepFailed(Exception):
     """A step did not do what it should; the message says what happened."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--self-test`` is a flag of the main parser; it takes no options."""
-
-
 def run(args: argparse.Namespace) -> int:
     return asyncio.run(self_test())
 

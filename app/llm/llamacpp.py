@@ -163,6 +163,9 @@ class LlamaCppModel:
                             emit(("text", text))
                         if choice.get("finish_reason"):  # type: ignore[union-attr]
                             finish = str(choice["finish_reason"])  # type: ignore[index]
+                    close = getattr(chunks, "close", None)
+                    if close is not None:  # a cancelled generation: release llama.cpp's generator now
+                        close()
                 except ValueError as exc:  # prompt longer than the context window, bad grammar
                     raise ModelError(
                         f"llama.cpp refused the request: {exc}.",

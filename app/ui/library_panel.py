@@ -375,7 +375,6 @@ class LibraryPanel(QWidget):
             self.progress.setFormat(f"{event.collection}: 0 / {event.total_files} files")
         elif isinstance(event, FileStarted):
             self._file_row(event.path).setText(f"… {short_path(event.path, 3)}")
-            self.current_label.setText(f"Converting {short_path(event.path, 3)}")
         elif isinstance(event, FileDone):
             self._on_file_done(event)
         elif isinstance(event, IngestProgress):
@@ -383,10 +382,8 @@ class LibraryPanel(QWidget):
             self.progress.setRange(0, max(event.total_files, 1))
             self.progress.setValue(event.done_files)
             eta = "" if event.eta_s is None else f" — ETA {duration(event.eta_s)}"
-            self.progress.setFormat(
-                f"{event.collection}: {event.done_files} / {event.total_files} files, "
-                f"{event.chunks:,} chunks ({event.fraction:.0%}){eta}"
-            )
+            self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
+            self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far")
         elif isinstance(event, IngestFinished):
             self._on_finished(event)
 
@@ -425,11 +422,11 @@ class LibraryPanel(QWidget):
         total = event.indexed + event.unchanged + event.skipped + event.failed
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(max(total, 1))
-        self.progress.setFormat(
-            f"{event.collection}: done — {count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, "
-            f"{event.failed} failed, {event.chunks:,} chunks in {duration(event.elapsed_s)}"
+        self.progress.setFormat(f"{event.collection}: done, {total} / {total} files")
+        self.current_label.setText(
+            f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {event.failed} failed, "
+            f"{event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
         )
-        self.current_label.setText("")
         known = {self.failures.item(i).toolTip().split("\n")[0] for i in range(self.failures.count())}
         for path, reason in event.failures:
             if path not in known:

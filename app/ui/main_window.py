@@ -226,6 +226,11 @@ class MainWindow(QMainWindow):
 
     # -- research ---------------------------------------------------------
     @property
+    def run_task(self) -> asyncio.Task[Any] | None:
+        """The task of the current (or last) research run."""
+        return self._run_task
+
+    @property
     def running(self) -> bool:
         return self._run_task is not None and not self._run_task.done()
 

@@ -37,6 +37,25 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _warm_library(library: Any) -> None:
+    """Load what the first ingest would otherwise load on the event loop (the
+    embedder's tokenizer takes a few hundred ms); failures surface at ingest."""
+    try:
+        _ = library.embedder().tokenizer
+    except Exception as exc:  # the ingest reports the real problem with its sentence
+        log.info("could not preload the embedder: %s", exc)
+
+
+def _warm_model(model: Any) -> None:
+    """Import the back end's heavy modules here, off the GUI thread: llama.cpp's
+    grammar module is otherwise first imported on the loop by a structured call."""
+    if type(model).__module__ == "app.llm.llamacpp":
+        try:
+            importlib.import_module("llama_cpp.llama_grammar")
+        except ImportError as exc:
+            log.info("could not preload llama.cpp: %s", exc)
+
+
 class Services:
     """Settings, paths and the lazily loaded library, model and engine."""
 
@@ -94,7 +113,9 @@ class Services:
             if self._startup_lock is not None:
                 self._startup_lock.close()
                 self._startup_lock = None
-            return Library.open(settings, paths)
+            library = Library.open(settings, paths)
+            _warm_library(library)
+            return library
 
         try:
             self.library = await loop.run_in_executor(None, work)
@@ -120,7 +141,9 @@ class Services:
         def work() -> Any:
             from app.llm.factory import make_chat_model
 
-            return make_chat_model(settings)
+            model = make_chat_model(settings)
+            _warm_model(model)
+            return model
 
         try:
             made = await loop.run_in_executor(None, work)

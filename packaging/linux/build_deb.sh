@@ -38,8 +38,9 @@ cp -a "$dist" "$stage/opt/fathom"
 chmod -R u=rwX,go=rX "$stage/opt/fathom"
 ln -s /opt/fathom/fathom "$stage/usr/bin/fathom"
 install -m 0644 "$here/fathom.desktop" "$stage/usr/share/applications/fathom.desktop"
-install -m 0644 "$here/icons/fathom-256.png" "$stage/usr/share/icons/hicolor/256x256/apps/fathom.png"
-install -m 0644 "$here/icons/fathom.svg" "$stage/usr/share/icons/hicolor/scalable/apps/fathom.svg"
+# The window's own icon (resources/icons) is the menu's icon too.
+install -m 0644 "$root/resources/icons/fathom-256.png" "$stage/usr/share/icons/hicolor/256x256/apps/fathom.png"
+install -m 0644 "$root/resources/icons/fathom.svg" "$stage/usr/share/icons/hicolor/scalable/apps/fathom.svg"
 cat > "$stage/usr/share/doc/fathom/copyright" <<COPYRIGHT
 Fathom $version: deep research over your own documents, offline.
 License: Apache-2.0. The bundled third-party components keep their own licences

@@ -368,8 +368,9 @@ async def main_async(args: argparse.Namespace) -> int:
         args.offset : args.offset + args.limit
     ]
     index = {(p["title"], p["text"]): i for i, p in enumerate(corpus)}
-    written = write_corpus(corpus, work / "corpus")
-    print(f"corpus: {len(corpus)} paragraphs ({written} files written) in {work / 'corpus'}", file=sys.stderr)
+    corpus_dir = Path(args.corpus_dir) if args.corpus_dir else work / "corpus"
+    written = write_corpus(corpus, corpus_dir)
+    print(f"corpus: {len(corpus)} paragraphs ({written} files written) in {corpus_dir}", file=sys.stderr)
 
     library = Library.open(Settings(), app_paths())
     model = make_model(args)
@@ -386,7 +387,7 @@ async def main_async(args: argparse.Namespace) -> int:
     records: list[Record] = []
     out = Path(args.jsonl) if args.jsonl else None
     try:
-        await ingest(library, work / "corpus")
+        await ingest(library, corpus_dir)
         engine = ResearchEngine(model, library)
         print(
             f"model: {model.model_name}; budget: {budget}; {len(questions)} questions; modes {modes}", file=sys.stderr
@@ -435,6 +436,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--max-reply-tokens", type=int, default=0, help="cap every model reply (0: the engine's own limits)"
     )
     parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
+    parser.add_argument("--corpus-dir", default="", help="where the paragraph files go (default: WORKDIR/corpus)")
     parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
     parser.add_argument("--summarise", default="", help="print the table of an earlier --jsonl file and exit")
     return parser.parse_args(argv)

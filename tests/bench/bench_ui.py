@@ -206,13 +206,15 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
             monitor.start()
             window.run_research()
             await done.wait()
+            if window.run_task is not None:  # let the run task finish its clean-up
+                await asyncio.wait({window.run_task})
             monitor.stop("research run (deep, starter model)")
             print(
                 f"  run took {time.perf_counter() - started:.1f} s, {len(window.presenter.events)} events, "
                 f"{window.presenter.flush_count} tree updates, {window.report.render_count} report renders"
             )
         if screenshot is not None:
-            take_screenshot(window, screenshot)
+            await take_screenshot(window, screenshot)
         window.close()
         await window.shutdown()
 
@@ -223,10 +225,8 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def take_screenshot(window: object, path: Path) -> None:
+async def take_screenshot(window: object, path: Path) -> None:
     """Select a judged chunk (so the detail pane shows text), then grab the whole window."""
-    from PySide6.QtWidgets import QApplication
-
     from app.ui.main_window import MainWindow
     from app.ui.tree_model import KIND_ROLE
 
@@ -238,7 +238,7 @@ def take_screenshot(window: object, path: Path) -> None:
         if index.data(KIND_ROLE) == "chunk":
             window.research_panel.tree.setCurrentIndex(index)
             break
-    QApplication.processEvents()
+    await asyncio.sleep(0.5)  # let the views repaint
     window.grab().save(str(path))
     print(f"screenshot saved to {path}")
 

@@ -43,20 +43,18 @@ async def test_protocol_turns_search_log_and_answer() -> None:
     assert isinstance(final, Finished), final
     assert final.stop_reason == "completed"
     assert final.report.answer == "Redwood City"
-    # turn 1 searches the question and the de-duplicated model query, in one library call
-    assert library.search_calls[0][0] == [QUESTION, "Milvus company"]
-    assert library.search_calls[1][0] == ["Zilliz location"]
-    assert len(library.search_calls) == 2
+    # the question is searched before turn 1; each turn's de-duplicated queries in one library call
+    assert [c[0] for c in library.search_calls] == [[QUESTION], ["Milvus company"], ["Zilliz location"]]
     origins = [(p.text, p.origin) for p in of(events, SubQueryPlanned)]
     assert origins == [(QUESTION, "original"), ("Milvus company", "hds"), ("Zilliz location", "hds")]
     # turn 2's prompt is the rolling log: turn 1's queries and one labelled results block
+    turn1 = model.calls[0].prompt
+    assert f'Results for "{QUESTION}":' in turn1 and "[1] (" in turn1
     turn2 = model.calls[1].prompt
-    assert 'Results for "Milvus company":' in turn2 and f'Results for "{QUESTION}":' in turn2
-    assert turn2.count("<|begin search results|>") == 1
+    assert 'Results for "Milvus company":' in turn2 and turn2.count("<|begin search results|>") == 2
     assert "made up" not in turn2 and "who makes it?" not in turn2
-    assert "[1] (" in turn2
     turn3 = model.calls[2].prompt
-    assert 'Results for "Zilliz location":' in turn3 and turn3.count("<|begin search results|>") == 2
+    assert 'Results for "Zilliz location":' in turn3 and turn3.count("<|begin search results|>") == 3
     assert [r.text for r in of(events, ReasoningDelta)][:2] == ["who makes it?", "found it"]
     # every hit the model saw is numbered evidence; the report cites it
     z1 = next(e for e in final.report.evidence if e.chunk_id == "z1")
@@ -68,8 +66,8 @@ async def test_queries_are_capped_by_the_parallel_limit() -> None:
     model = ScriptedModel({}, text=[q("a1 Milvus", "a2 Milvus", "a3 Milvus", "a4 Milvus"), "\\boxed{x}", REPORT])
     library = MemoryLibrary(list(CHUNKS))
     events = await run(model, Budget(max_subqueries=2), library)
-    assert library.search_calls[0][0] == [QUESTION, "a1 Milvus"]
-    assert any("3 over-limit" in n.message for n in of(events, Notice))
+    assert library.search_calls[1][0] == ["a1 Milvus", "a2 Milvus"]
+    assert any("2 over-limit" in n.message for n in of(events, Notice))
 
 
 async def test_search_budget_exhaustion_forces_a_final_answer() -> None:
@@ -80,7 +78,8 @@ async def test_search_budget_exhaustion_forces_a_final_answer() -> None:
     final = events[-1]
     assert isinstance(final, Finished), final
     assert final.stop_reason == "max_search_calls"
-    assert library.search_calls == [([QUESTION, "Milvus company"], None)]  # capped by the calls left
+    # the question, then only one of the turn's three queries: the calls left cap them
+    assert [c[0] for c in library.search_calls] == [[QUESTION], ["Milvus company"]]
     assert len(of(events, RoundStarted)) == 1
     # the second turn is the forced final one
     assert "No more searches are possible" in model.calls[1].prompt
@@ -105,16 +104,25 @@ async def test_turn_budget_forces_a_final_answer_turn() -> None:
     assert final.report.answer == "Redwood City"
 
 
-async def test_nonsense_turns_degrade_to_searching_the_question() -> None:
-    model = ScriptedModel({}, text=["blah blah", "more blah", "still blah", "Milvus is a vector database."])
+async def test_nonsense_turns_still_search_the_question_and_end_with_an_answer() -> None:
+    model = ScriptedModel({}, text=["blah blah", "still blah", "Milvus is a vector database."])
     library = MemoryLibrary(list(CHUNKS))
     events = await run(model, Budget(max_rounds=4), library)
     final = events[-1]
     assert isinstance(final, Finished), final
     assert [c[0] for c in library.search_calls] == [[QUESTION]]  # searched once, not repeated
     assert final.stop_reason == "completed"
-    assert final.report.answer == "still blah"  # the forced final turn's text, no box in it
+    assert "No more searches are possible" in model.calls[1].prompt  # the final-answer turn
+    assert final.report.answer == "still blah"  # its text, as no box was given
     assert final.report.evidence
+
+
+async def test_repeated_queries_end_the_search() -> None:
+    model = ScriptedModel({}, text=[q("Zilliz"), q("zilliz!", QUESTION), "\\boxed{Zilliz}", REPORT])
+    library = MemoryLibrary(list(CHUNKS))
+    events = await run(model, Budget(max_rounds=5), library)
+    assert [c[0] for c in library.search_calls] == [[QUESTION], ["Zilliz"]]
+    assert events[-1].report.answer == "Zilliz"
 
 
 async def test_bm25_search_mode_can_be_chosen() -> None:

@@ -153,3 +153,14 @@ async def test_the_rounds_budget_stops_the_plan_and_lists_unrun_steps() -> None:
     assert len(of(events, StepFinished)) == 1
     assert "Plan step not run: Milvus location" in final.report.open_questions
     assert "Plan step not run: Milvus founders" in final.report.open_questions
+
+
+async def test_a_run_stopped_before_any_step_still_cites_the_questions_hits() -> None:
+    model = ScriptedModel({"plan": steps("Milvus company")}, text=["summary", REPORT])
+    # the summary call uses the whole token budget: the plan call is refused
+    events = await run(model, Budget(max_tokens=120))
+    final = events[-1]
+    assert isinstance(final, Finished), final
+    assert final.stop_reason == "max_tokens"
+    assert model.calls_for("plan") == []
+    assert final.report.evidence and final.report.evidence[0].subquery == QUESTION

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.events import ReasoningDelta
+from app.core.events import ROOT_NODE, ReasoningDelta
 from app.core.models import Hit, Report
 from app.research import prompts
 from app.research.budget import BudgetHit
@@ -110,25 +110,22 @@ async def _search(ctx: RunContext, queries: list[str], round_node: str, round_no
 
 async def run_mode(ctx: RunContext) -> Report:
     log = ""
-    seen: list[str] = []
+    seen: list[str] = [ctx.question]
     answer: str | None = None
     try:
+        # the question itself is searched first; its results open the log
+        log = await _search(ctx, [ctx.question], ROOT_NODE, 0, ["original"])
         while answer is None:
             round_node, round_no = ctx.start_round()
             text = await _turn(ctx, log)
             visible = _visible_turn(text)
             candidates = raw_queries(visible)
-            origins_for: dict[str, str] = {}
-            if round_no == 1:
-                candidates = [ctx.question, *candidates]
-                origins_for[ctx.question] = "original"
-            answer = extract_answer(text) if not candidates else None
-            if answer is not None:
-                log += f"\n{visible}"
+            if not candidates:
+                answer = extract_answer(text)
+                if answer is None:  # neither searched nor answered: on to the final-answer turn
+                    ctx.notice(f"Turn {round_no} neither searched nor answered.", node_id=round_node)
+                log += f"\n{visible}" if visible else ""
                 break
-            if not candidates:  # neither searched nor answered: search the question (once)
-                candidates = [ctx.question]
-                origins_for[ctx.question] = "original"
             picked = select_queries(
                 candidates,
                 seen=seen,
@@ -141,14 +138,11 @@ async def run_mode(ctx: RunContext) -> Report:
                     "search queries were skipped.",
                     node_id=round_node,
                 )
-            if not picked.queries:
-                # nothing new to search: the model has what it will get
-                ctx.stop("completed")
+            if not picked.queries:  # nothing new to search: the model has what it will get
                 break
             seen += picked.queries
-            origins = [origins_for.get(q, "hds") for q in picked.queries]
-            block = await _search(ctx, list(picked.queries), round_node, round_no, origins)
-            log += f"\n{visible}\n{block}" if visible else f"\n{block}"
+            block = await _search(ctx, list(picked.queries), round_node, round_no, ["hds"] * len(picked.queries))
+            log += f"\n{visible}\n{block}"
         ctx.stop("completed")
     except BudgetHit as hit:
         ctx.stop(hit.budget)
