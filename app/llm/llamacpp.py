@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import os
 import re
@@ -50,6 +51,11 @@ def schema_grammar(schema: dict[str, Any]) -> str:
 
     gbnf = json_schema_to_gbnf(json.dumps(schema))
     return _CHAR_RULE.sub(lambda _m: _SAFE_CHAR_RULE, gbnf)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_grammar(schema_json: str) -> str:
+    return schema_grammar(json.loads(schema_json))
 
 
 class LlamaCppModel:
@@ -299,7 +305,8 @@ class LlamaCppModel:
     ) -> StructuredResult:
         budget = max_tokens or DEFAULT_STRUCTURED_MAX_TOKENS
         hardened = harden_schema(schema, max_tokens=budget)
-        grammar_text = schema_grammar(hardened)
+        # Building the grammar imports llama_cpp and walks the schema: off the event loop.
+        grammar_text = await asyncio.to_thread(_cached_grammar, json.dumps(hardened, sort_keys=True))
 
         async def generate(attempt: Sequence[Message]) -> RawReply:
             parts: list[str] = []
