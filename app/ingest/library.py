@@ -192,7 +192,10 @@ class Library:
                 max_tokens=chunk_token_limit(embedder.max_tokens, self.settings.ingest.chunk_max_tokens),
                 docling_artifacts_path=self.settings.ingest.docling_artifacts_path,
             )
-            self._converters = ConversionPool(config, workers=self._workers, kind=self._converter_kind)
+            # Conversion is ~10% of the CPU that embedding takes (Markdown, native PDF text):
+            # one converter per two embedding workers keeps the embedders fed.
+            converters = max(1, self._workers // 2)
+            self._converters = ConversionPool(config, workers=converters, kind=self._converter_kind)
         return self._converters
 
     def _check_model(self, collection: Collection, embedder: Embedder) -> None:

@@ -93,19 +93,35 @@ _ECHO_TAG = re.compile(r"</?\s*[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 def strip_echo(text: str) -> str:
     """A model reply without prompt structure or HTML a small model may have written
     (the question block, document and other tags, the omission marker), and without
-    lines that repeat an earlier line word for word."""
+    sentences that repeat an earlier one (or a cut-off start of one)."""
     text = _ECHO_QUESTION.sub("", text)
     text = _ECHO_TAG.sub("", text).replace(REDACTED, "")
     seen: set[str] = set()
     lines = []
     for line in text.splitlines():
-        key = " ".join(line.split()).lower()
-        if key and key in seen:
+        if not line.strip():
+            lines.append("")
             continue
-        if key:
-            seen.add(key)
-        lines.append(line.rstrip())
+        kept = []
+        for sentence in _SENTENCE_SPLIT.split(line.strip())[::2]:
+            key = _sentence_key(sentence)
+            unfinished = not sentence.rstrip().endswith((".", "!", "?", ":"))
+            if (len(key) >= 20 and key in seen) or (key and unfinished and _is_prefix(key, seen)):
+                continue  # a repeat, or a cut-off start of a repeat
+            if len(key) >= 20:
+                seen.add(key)
+            kept.append(sentence.strip())
+        if kept:
+            lines.append(line[: len(line) - len(line.lstrip())] + " ".join(kept))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _sentence_key(sentence: str) -> str:
+    return " ".join(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", " ", sentence).lower().split())
+
+
+def _is_prefix(key: str, seen: set[str]) -> bool:
+    return any(other.startswith(key) for other in seen)
 
 
 def question_block(question: str) -> str:

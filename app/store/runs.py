@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlite_utils
 
-from app.core.codec import to_jsonable
+from app.core.codec import from_jsonable, to_jsonable
 from app.core.errors import StoreError
 from app.core.events import Event, event_from_dict, event_to_dict
 from app.core.models import Evidence, EvidenceStatus, Report, Usage
@@ -235,6 +235,14 @@ class RunStore:
     def load_events(self, run_id: str) -> list[Event]:
         rows = self.db.query(f"SELECT data FROM {EVENTS} WHERE run_id = ? ORDER BY seq", [run_id])
         return [event_from_dict(json.loads(row["data"])) for row in rows]
+
+    def load_report(self, run_id: str) -> Report | None:
+        """The finished (or partial, when stopped) report of a run, if it has one."""
+        row = self.db.execute(f"SELECT report FROM {RUNS} WHERE run_id = ?", [run_id]).fetchone()
+        if not row or not row[0]:
+            return None
+        report: Report = from_jsonable(Report, json.loads(row[0]))
+        return report
 
     def load_evidence(self, run_id: str) -> list[Evidence]:
         rows = self.db.query(f"SELECT * FROM {EVIDENCE} WHERE run_id = ? ORDER BY number", [run_id])

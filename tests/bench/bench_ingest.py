@@ -202,7 +202,7 @@ def main() -> None:
     paths = [docs, DATA / "pdf" / "WhatisMilvus.pdf"]
     r = asyncio.run(ingest(paths, args.converter, args.raw_sample))
     e2e = r["embedded"] / r["wall"]
-    print(f"ingest of {docs.name} + WhatisMilvus.pdf, converter in {args.converter}es, {os.cpu_count()} CPUs")
+    print(f"ingest of {docs.name} + WhatisMilvus.pdf, converter in {args.converter} pool, {os.cpu_count()} CPUs")
     print(f"  files indexed        {r['files']:.0f} (not indexed: {r['failed']:.0f})")
     print(f"  chunks               {r['chunks']:.0f}")
     print(f"  wall time            {r['wall']:.1f} s")

@@ -199,6 +199,11 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
     except Exception as exc:  # a crash is a result here, counted and reported
         record.error = f"{type(exc).__name__}: {exc}"
     record.wall_s = round(time.monotonic() - started, 2)
+    # a run cut by its budget may leave a generation finishing in the model's worker
+    # thread: wait for it, so the next run's clock starts on an idle model
+    idle = getattr(engine.model, "idle", None)
+    if idle is not None:
+        await idle()
     record.retrieved = retrieved
     record.em, record.f1 = best_scores(record.prediction, answers)
     grace = max(15.0, budget.max_seconds * 0.5)
@@ -309,6 +314,11 @@ class CappedModel:
 
     async def list_models(self) -> list[str]:
         return list(await self.inner.list_models())
+
+    async def idle(self) -> None:
+        idle = getattr(self.inner, "idle", None)
+        if idle is not None:
+            await idle()
 
     async def aclose(self) -> None:
         await self.inner.aclose()

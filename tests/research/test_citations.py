@@ -88,3 +88,13 @@ def test_echoed_prompt_structure_is_stripped_from_a_reply() -> None:
 def test_questions_are_not_bound_to_sources() -> None:
     sources = [(1, "Milvus stores vectors and supports HNSW indexes.")]
     assert bind_uncited("Does Milvus support HNSW indexes for vectors?", sources)[1] == 0
+
+
+def test_repeated_sentences_and_a_cut_off_repeat_are_dropped() -> None:
+    reply = (
+        "Milvus is a scalable vector database [3]. It is designed to optimize performance.\n\n"
+        "Milvus is a scalable vector database [3]. It is designed to optimize performance. Mil"
+    )
+    assert strip_echo(reply) == "Milvus is a scalable vector database [3]. It is designed to optimize performance."
+    keep = "- First point here is long enough.\n- Second point, also long enough.\n\n## Heading"
+    assert strip_echo(keep) == keep

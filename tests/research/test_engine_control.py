@@ -300,6 +300,7 @@ async def test_replaying_a_persisted_run_rebuilds_the_same_tree() -> None:
     summary = again.list_runs()[0]
     assert summary.run_id == "replay" and summary.report_markdown == live[-1].report.markdown
     assert summary.total_tokens == live[-1].usage.total_tokens
+    assert again.load_report("replay") == live[-1].report
     assert again.delete_run("replay") and again.load_events("replay") == []
 
 

@@ -306,8 +306,8 @@ async def run_mode(ctx: RunContext) -> Report:
             cells = await fill_row(ctx, entity, entity_type, columns, chunks)
             rows.append((entity.name, cells))
         ctx.stop("completed")
-    except BudgetHit as hit:
-        ctx.stop(hit.budget)
+    except BudgetHit as stop:
+        ctx.stop(stop.budget)
         missing = [e.name for e in entities[len(rows) :]]
         if missing:
             ctx.open_questions.append("Cells not filled (budget): " + ", ".join(missing)[:300])
@@ -323,8 +323,8 @@ async def run_mode(ctx: RunContext) -> Report:
             if chunk_id in chunks:
                 ctx.add_evidence(Hit(chunk=chunks[chunk_id], score=0.0), f"{entity_type}: {entity.name}")
     if not len(ctx.evidence):  # nothing enriched: the question's own best hits are the evidence
-        for hit in first[:KEEP_WHEN_EMPTY]:
-            ctx.add_evidence(hit, ctx.question)
+        for best in first[:KEEP_WHEN_EMPTY]:
+            ctx.add_evidence(best, ctx.question)
     ctx.emit(TableReady(run_id=ctx.run_id, table=table))
     table_md = _table_markdown(ctx, table) if table.rows else f"No {entity_type} was found."
     guidance = (
