@@ -310,11 +310,14 @@ class Library:
             raise StoreError(f"Collection '{name}' is already being ingested.", "Wait for that ingest to finish.")
         self._ingesting.add(name)
         try:
+            # Loading the tokenizer and starting the converter process take a moment:
+            # done in a thread so the window never stalls on them.
+            converters = await asyncio.to_thread(self._converter_pool)
             pipeline = IngestPipeline(
                 catalog=self.catalog,
                 store=self.store,
                 embedder=self.embedder(),
-                converters=self._converter_pool(),
+                converters=converters,
                 embed_executor=self._embed_executor,
                 store_executor=self._store_executor,
                 embed_workers=self._workers,
