@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from app.research.modes import USER_MODES
@@ -31,9 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=None, metavar="N", help="token budget")
     parser.add_argument("--json", action="store_true", help="print the whole run (events, evidence) as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--table-out", type=Path, default=None, metavar="FILE", help="table mode: also save the table (.csv or .json)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.table_out is not None and args.table_out.suffix.lower() not in (".csv", ".json"):
+        print(f"Cannot save a table as {args.table_out.name}: use a .csv or .json file name.", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(_ask(args))
     except KeyboardInterrupt:
@@ -144,6 +151,19 @@ async def _ask(args: argparse.Namespace) -> int:
     if isinstance(final, Failed):
         print(f"The run failed: {final.message}", file=err)
         return 1
+    if args.table_out is not None:
+        return _save_table(final, args.table_out, err)
+    return 0
+
+
+def _save_table(final: Any, path: Path, err: Any) -> int:
+    from app.research.entity_table import write_table
+
+    if final.report.table is None:
+        print("No table to save: --table-out needs --mode table.", file=err)
+        return 2
+    write_table(final.report.table, path)
+    print(f"Table saved to {path}", file=err)
     return 0
 
 

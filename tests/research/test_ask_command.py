@@ -75,3 +75,8 @@ def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFix
     history.add_arguments(parser)
     assert history.run(parser.parse_args([])) == 0
     assert run["run_id"] in capsys.readouterr().out
+
+
+def test_ask_refuses_a_table_file_it_cannot_write_before_running(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_ask(["Which vector databases exist?", "--mode", "table", "--table-out", "out.xlsx"]) == 2
+    assert "use a .csv or .json file name" in capsys.readouterr().err
