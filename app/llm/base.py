@@ -89,3 +89,18 @@ class ChatModel(Protocol):
     async def list_models(self) -> list[str]: ...
 
     async def aclose(self) -> None: ...
+
+
+async def collect_stream(deltas: AsyncIterator[ChatDelta], model: str) -> ChatResult:
+    """Gather a streamed reply into one ChatResult (content, reasoning, usage)."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    usage = Usage(model=model)
+    async for delta in deltas:
+        if delta.kind == "content":
+            content.append(delta.text)
+        elif delta.kind == "reasoning":
+            reasoning.append(delta.text)
+        elif delta.usage is not None:
+            usage = delta.usage
+    return ChatResult(content="".join(content), reasoning="".join(reasoning), usage=usage)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.core.errors import ModelError, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
-from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult
+from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
 from app.llm.reasoning import ThinkSplitter
 from app.llm.structured import RawReply, harden_schema, structured_with_repair
 
@@ -283,17 +283,7 @@ class LlamaCppModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> ChatResult:
-        content: list[str] = []
-        reasoning: list[str] = []
-        usage = Usage(model=self._name)
-        async for delta in self.stream(messages, temperature=temperature, max_tokens=max_tokens):
-            if delta.kind == "content":
-                content.append(delta.text)
-            elif delta.kind == "reasoning":
-                reasoning.append(delta.text)
-            elif delta.usage is not None:
-                usage = delta.usage
-        return ChatResult(content="".join(content), reasoning="".join(reasoning), usage=usage)
+        return await collect_stream(self.stream(messages, temperature=temperature, max_tokens=max_tokens), self._name)
 
     async def structured(
         self,

@@ -17,7 +17,7 @@ import ollama
 
 from app.core.errors import ModelError, ModelNotFound, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
-from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult
+from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
 from app.llm.reasoning import ThinkSplitter
 from app.llm.structured import RawReply, harden_schema, schema_instruction, structured_with_repair
 
@@ -167,7 +167,7 @@ class OllamaModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> ChatResult:
-        return await _collect(self.stream(messages, temperature=temperature, max_tokens=max_tokens), self._model)
+        return await collect_stream(self.stream(messages, temperature=temperature, max_tokens=max_tokens), self._model)
 
     async def structured(
         self,
@@ -183,7 +183,8 @@ class OllamaModel:
         guided: list[Message] = [{"role": "system", "content": schema_instruction(hardened)}, *messages]
 
         async def generate(attempt: Sequence[Message]) -> RawReply:
-            result = await _collect(self._with_think_fallback(attempt, options=options, format=hardened), self._model)
+            deltas = self._with_think_fallback(attempt, options=options, format=hardened)
+            result = await collect_stream(deltas, self._model)
             return RawReply(content=result.content, reasoning=result.reasoning, usage=result.usage)
 
         return await structured_with_repair(generate, guided, schema, model_name=self._model)
@@ -212,20 +213,6 @@ class OllamaModel:
 
     async def aclose(self) -> None:
         await self._client._client.aclose()
-
-
-async def _collect(deltas: AsyncIterator[ChatDelta], model: str) -> ChatResult:
-    content: list[str] = []
-    reasoning: list[str] = []
-    usage = Usage(model=model)
-    async for delta in deltas:
-        if delta.kind == "content":
-            content.append(delta.text)
-        elif delta.kind == "reasoning":
-            reasoning.append(delta.text)
-        elif delta.usage is not None:
-            usage = delta.usage
-    return ChatResult(content="".join(content), reasoning="".join(reasoning), usage=usage)
 
 
 async def ollama_models(host: str, timeout_s: float = 2.0) -> list[str]:
