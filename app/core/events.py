@@ -102,7 +102,7 @@ class SubQueryPlanned(ResearchEvent):
     text: str
     collections: tuple[str, ...] = ()
     round_no: int = 0
-    origin: str = "decompose"  # decompose | gap | plan | original | hds | table
+    origin: str = "decompose"  # decompose | gap | bridge | plan | original | hds | table
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,6 +30,7 @@ REPORT = (
     "It supports hybrid search with BM25 [2]. It is the fastest database ever [9]."
 )
 ALL_SUPPORTED = verdicts()
+NO_BRIDGES = {"bridge_queries": False}  # for tests of other steps that count searches and judgements
 
 
 def script(**overrides: Any) -> dict[str, Any]:
@@ -59,14 +60,20 @@ async def test_deep_run_searches_judges_and_writes_a_cited_report() -> None:
     planned = of(events, SubQueryPlanned)
     # the original question is always one of the searches
     assert planned[0].text == QUESTION and planned[0].origin == "original"
-    assert [p.text for p in planned] == [QUESTION, "Milvus vector database features", "other vector databases compared"]
-    # one batched library call for the whole round, at most one judgement call per
-    # sub-query (a chunk found by an earlier sub-query is not judged again)
-    assert library.search_calls == [([p.text for p in planned], None)]
+    round_queries = [QUESTION, "Milvus vector database features", "other vector databases compared"]
+    assert [p.text for p in planned if p.origin != "bridge"] == round_queries
+    # the bridge hop follows a name in the judged evidence (c3 names Weaviate and
+    # Qdrant), with the question's words that chunk did not cover
+    bridges = [p.text for p in planned if p.origin == "bridge"]
+    assert bridges == ["compare Weaviate", "compare Qdrant"]
+    # one batched library call for the round and one for its bridge hop, at most
+    # one judgement call per sub-query (a chunk found by an earlier sub-query is
+    # not judged again) and ONE for the whole bridge hop
+    assert library.search_calls == [(round_queries, None), (bridges, None)]
     judge_calls = model.calls_for("judge")
-    assert 1 <= len(judge_calls) <= 3
+    assert 1 <= len(judge_calls) <= 4
     assert f"Search query: {QUESTION}" in judge_calls[0].prompt
-    assert len(of(events, SearchFinished)) == 3
+    assert len(of(events, SearchFinished)) == 5
     judged = of(events, ChunkJudged)
     assert {j.relevant for j in judged} == {True, False}
     report = final.report
@@ -113,7 +120,8 @@ async def test_gap_queries_are_new_capped_at_three_and_not_repeats() -> None:
     ]
     model = ScriptedModel(script(reflect=reflections), text=REPORT)
     library = MemoryLibrary(list(MILVUS_CHUNKS))
-    events = await collect(ResearchEngine(model, library).run(QUESTION, budget=Budget(max_rounds=3)))
+    engine = ResearchEngine(model, library)
+    events = await collect(engine.run(QUESTION, budget=Budget(max_rounds=3), options=NO_BRIDGES))
     round2 = [p for p in of(events, SubQueryPlanned) if p.round_no == 2]
     assert [p.text for p in round2] == ["Milvus index types", "Milvus scaling limits", "Milvus licence"]
     assert {p.origin for p in round2} == {"gap"}
@@ -125,7 +133,7 @@ async def test_malformed_replies_degrade_to_defaults_and_never_crash() -> None:
     # no scripted structured replies at all: every structured call fails validation
     model = ScriptedModel({}, text="Milvus is a vector database built for similarity search at scale.")
     library = MemoryLibrary(list(MILVUS_CHUNKS))
-    events = await collect(ResearchEngine(model, library).run(QUESTION))
+    events = await collect(ResearchEngine(model, library).run(QUESTION, options=NO_BRIDGES))
     final = events[-1]
     assert isinstance(final, Finished), final
     assert library.search_calls[0][0] == [QUESTION]  # decomposition failed: search the question itself

@@ -4,13 +4,17 @@ decompose the question into sub-queries (structured output; the original
 question is always one of the searches) → route them to collections by
 description (only when there are several) → search all sub-queries of a round
 in one batched hybrid call → judge the hits with ONE call per sub-query (ranked;
-when the model rejects everything the top hits are kept) → reflect: stop, or
+when the model rejects everything the top hits are kept) → bridge hop: follow
+the names in the round's best new evidence with rule-written queries, searched
+in one batched call and judged in ONE call (``options["bridge_queries"]``,
+on by default) → reflect: stop, or
 up to 3 new gap queries that are not repeats → repeat until done or a budget
 runs out → write the cited report.
 
 ``run_faithful`` is the DeepSearcher-faithful variant used by the benchmark:
-one YES/NO relevance call per chunk with hard deletion, and no forced search
-of the original question.
+one YES/NO relevance call per chunk with hard deletion, no forced search of
+the original question, no bridge hop, and DeepSearcher's reflection (new
+queries or an empty list; the run stops only when there are none).
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.core.events import ChunkJudged, Reflected
-from app.core.models import Collection, Hit, Report, SubQuery
+from app.core.models import Chunk, Collection, Hit, Report, SubQuery
 from app.research import prompts
+from app.research.bridging import bridge_queries
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 
 MAX_GAP_QUERIES = 3
+BRIDGE_SOURCES = 2  # bridge queries follow the names in this many of a round's best new chunks
 KEEP_WHEN_ALL_REJECTED = 2
 MAX_QUERY_CHARS = 300
 JUDGE_CHARS = 450  # per passage shown to the judge (relevance needs the gist, not every word)
@@ -55,6 +61,8 @@ REFLECT_SCHEMA = prompts.object_schema(
         "gap_queries": prompts.string_list(MAX_GAP_QUERIES),
     },
 )
+
+FAITHFUL_REFLECT_SCHEMA = prompts.object_schema("reflect", {"gap_queries": prompts.string_list(MAX_GAP_QUERIES)})
 
 ROUTE_SCHEMA = prompts.object_schema(
     "route",
@@ -166,9 +174,28 @@ def _passages(hits: Sequence[Hit], max_chars: int) -> str:
 async def judge(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> list[Hit]:
     """ONE call per sub-query: the relevant hits, best first. When the model rejects
     everything (or says nothing usable), the top retrieval hits are kept, ranked."""
-    if not hits:
-        return []
-    per = max(200, min(JUDGE_CHARS, ctx.prompt_chars // len(hits)))
+    (kept,) = await judge_group(ctx, [subquery], [hits], keep_when_none=KEEP_WHEN_ALL_REJECTED)
+    return kept
+
+
+async def judge_group(
+    ctx: RunContext,
+    subqueries: Sequence[SubQuery],
+    hit_lists: Sequence[Sequence[Hit]],
+    *,
+    keep_when_none: int,
+) -> list[list[Hit]]:
+    """ONE call judging the hits of several sub-queries (passages numbered across
+    them): the relevant hits of each, best first. When the model picks nothing
+    usable, the first ``keep_when_none`` hits overall are kept, ranked."""
+    flat = [(i, hit) for i, hits in enumerate(hit_lists) for hit in hits]
+    if not flat:
+        return [[] for _ in hit_lists]
+    per = max(200, min(JUDGE_CHARS, ctx.prompt_chars // len(flat)))
+    if len(subqueries) == 1:
+        queries = f"Search query: {prompts.neutralise(subqueries[0].text)}"
+    else:
+        queries = "Search queries:\n" + "\n".join(f"- {prompts.neutralise(sq.text)}" for sq in subqueries)
     messages = [
         prompts.system(
             "You judge search results for a research question.",
@@ -176,37 +203,38 @@ async def judge(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> lis
             "List the ids of the documents that help answer the search query or the question, "
             "most helpful first. Leave out documents that do not help.",
         ),
-        prompts.user(
-            prompts.question_block(ctx.question),
-            f"Search query: {prompts.neutralise(subquery.text)}",
-            _passages(hits, per),
-        ),
+        prompts.user(prompts.question_block(ctx.question), queries, _passages([hit for _, hit in flat], per)),
     ]
-    value = await ctx.call_structured(subquery.node_id, messages, judge_schema(len(hits)), default=None)
+    node = subqueries[0].node_id if len(subqueries) == 1 else subqueries[0].parent_id
+    value = await ctx.call_structured(node, messages, judge_schema(len(flat)), default=None)
     picked: list[int] = []
     if isinstance(value, dict):
         for i in value.get("relevant", []):
-            if isinstance(i, int) and 1 <= i <= len(hits) and i - 1 not in picked:
+            if isinstance(i, int) and 1 <= i <= len(flat) and i - 1 not in picked:
                 picked.append(i - 1)
     kept_reason = ""
     if not picked:
-        picked = list(range(min(KEEP_WHEN_ALL_REJECTED, len(hits))))
+        picked = list(range(min(keep_when_none, len(flat))))
         kept_reason = "kept: top retrieval hit (the model selected none)"
     order = {index: rank for rank, index in enumerate(picked)}
-    for index, hit in enumerate(hits):
+    for index, (owner, hit) in enumerate(flat):
         relevant = index in order
-        score = 1.0 - order[index] / len(hits) if relevant else 0.0
+        score = 1.0 - order[index] / len(flat) if relevant else 0.0
         ctx.emit(
             ChunkJudged(
                 run_id=ctx.run_id,
-                node_id=subquery.node_id,
+                node_id=subqueries[owner].node_id,
                 chunk_id=hit.chunk.chunk_id,
                 relevant=relevant,
                 score=round(score, 4),
                 reason=kept_reason if relevant else "",
             )
         )
-    return [hits[i] for i in picked]
+    kept: list[list[Hit]] = [[] for _ in hit_lists]
+    for index in picked:
+        owner, hit = flat[index]
+        kept[owner].append(hit)
+    return kept
 
 
 async def judge_each_chunk(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> list[Hit]:
@@ -264,6 +292,7 @@ async def judge_round(
     *,
     faithful: bool,
     verdicts: dict[str, bool],
+    grouped: bool = False,
 ) -> None:
     """Judge every sub-query's hits (concurrently, within the call limit) and add the
     relevant ones to the evidence table in sub-query order, even when one call fails.
@@ -283,11 +312,15 @@ async def judge_round(
             fresh = [h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned]
             assigned.update(h.chunk.chunk_id for h in fresh)
             fresh_lists.append(fresh)
-    judge_one = judge_each_chunk if faithful else judge
-    outcomes = await asyncio.gather(
-        *(judge_one(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
-        return_exceptions=True,
-    )
+    outcomes: list[Any]
+    if grouped and not faithful:
+        outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
+    else:
+        judge_one = judge_each_chunk if faithful else judge
+        outcomes = await asyncio.gather(
+            *(judge_one(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
+            return_exceptions=True,
+        )
     error: BaseException | None = None
     for sq, fresh, outcome in zip(subqueries, fresh_lists, outcomes, strict=True):
         if isinstance(outcome, PartialJudgement):
@@ -325,6 +358,34 @@ async def judge_round(
         raise error
 
 
+async def bridge_hop(
+    ctx: RunContext,
+    round_node: str,
+    round_no: int,
+    sources: Sequence[Chunk],
+    seen: set[str],
+    verdicts: dict[str, bool],
+) -> list[str]:
+    """Follow the names in this round's best new evidence: bridge queries written by
+    rule (:mod:`app.research.bridging`, no model call), searched in one batched
+    call and judged in ONE call. Returns the queries searched."""
+    limit = max(1, ctx.budget.max_subqueries)
+    # names come from the text the model would see: instruction-like sentences
+    # planted in a document are gone before a name is taken from it
+    passages = [
+        (prompts.neutralise(chunk.title), prompts.redact_instructions(prompts.neutralise(chunk.text)))
+        for chunk in sources[:BRIDGE_SOURCES]
+    ]
+    queries = clean_queries(bridge_queries(ctx.question, passages, limit=limit + 3), seen, limit)
+    queries = queries[: ctx.tracker.search_calls_left]
+    if not queries:
+        return []
+    subqueries = [ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin="bridge") for q in queries]
+    results = await ctx.search(subqueries)
+    await judge_round(ctx, subqueries, results, faithful=False, verdicts=verdicts, grouped=True)
+    return queries
+
+
 async def reflect(
     ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str], *, faithful: bool = False
 ) -> tuple[bool, list[str]]:
@@ -336,23 +397,32 @@ async def reflect(
         [(n, chunk.title, chunk.text) for n, chunk in numbered], max_chars=per, total_chars=ctx.prompt_chars
     )
     done_list = "\n".join(f"- {prompts.neutralise(q)}" for q in searched)
-    messages = [
-        prompts.system(
-            "You review research progress.",
-            prompts.DATA_RULE,
+    default: dict[str, Any]
+    if faithful:  # DeepSearcher's reflection: new queries, or an empty list when no more research is needed
+        task = (
+            "Decide whether more searches are needed to answer the question, given the queries already "
+            f"searched and the documents found. If so, write at most {MAX_GAP_QUERIES} new search queries; "
+            "if not, return an empty list."
+        )
+        schema, default = FAITHFUL_REFLECT_SCHEMA, {"gap_queries": []}
+    else:
+        task = (
             "Decide whether the documents found so far answer the question completely (done). "
             f"If not, write at most {MAX_GAP_QUERIES} new search queries for the missing facts, each different "
-            "from the queries already searched, and a one-sentence summary of what is still missing.",
-        ),
+            "from the queries already searched, and a one-sentence summary of what is still missing."
+        )
+        schema, default = REFLECT_SCHEMA, {"done": True, "summary": "", "gap_queries": []}
+    messages = [
+        prompts.system("You review research progress.", prompts.DATA_RULE, task),
         prompts.user(prompts.question_block(ctx.question), f"Already searched:\n{done_list}", docs),
     ]
-    default = {"done": True, "summary": "", "gap_queries": []}
-    value = await ctx.call_structured(round_node, messages, REFLECT_SCHEMA, default=default)
+    value = await ctx.call_structured(round_node, messages, schema, default=default)
     if not isinstance(value, dict):
         value = default
     proposed = value.get("gap_queries", [])
     gaps = clean_queries(proposed if isinstance(proposed, list) else [], seen, MAX_GAP_QUERIES)
-    done = bool(value.get("done")) or not gaps
+    # the faithful variant stops only when there is nothing new to search, as DeepSearcher does
+    done = not gaps if faithful else bool(value.get("done")) or not gaps
     node_id = ctx.new_node_id("reflect")
     ctx.emit(
         Reflected(
@@ -394,7 +464,12 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
             results = await ctx.search(subqueries)
             searched += queries
             queries = []
+            before = set(ctx.evidence.numbers())
             await judge_round(ctx, subqueries, results, faithful=faithful, verdicts=verdicts)
+            if not faithful and ctx.options.get("bridge_queries", True):
+                ctx.check_budget()
+                found = [chunk for n, chunk in ctx.evidence.chunks() if n not in before]
+                searched += await bridge_hop(ctx, round_node, round_no, found, seen, verdicts)
             ctx.check_budget()
             done, gaps = await reflect(ctx, round_node, searched, seen, faithful=faithful)
             if done:
