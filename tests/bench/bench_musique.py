@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import json
 import os
 import re
@@ -141,6 +142,7 @@ class Record:
     within_budget: bool = False
     stop_reason: str = ""
     error: str = ""
+    tokens_by_task: dict[str, int] = field(default_factory=dict)
 
     @property
     def recall_retrieved(self) -> float:
@@ -176,6 +178,9 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
     record = Record(mode=mode, qid=question["id"], question=question["question"], answers=answers, gold=gold)
     started = time.monotonic()
     retrieved: list[int] = []
+    tally = getattr(engine.model, "tally", None)
+    if tally is not None:
+        tally.clear()
     try:
         async for event in engine.run(question["question"], mode=mode, budget=budget, options={"short_answer": True}):
             if isinstance(event, SearchFinished):
@@ -205,6 +210,8 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
     if idle is not None:
         await idle()
     record.retrieved = retrieved
+    if tally is not None:
+        record.tokens_by_task = dict(tally)
     record.em, record.f1 = best_scores(record.prediction, answers)
     grace = max(15.0, budget.max_seconds * 0.5)
     record.within_budget = record.finished and record.wall_s <= budget.max_seconds + grace
@@ -269,6 +276,14 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
             f"recall cited {_mean(deep[q].recall_cited for q in shared):.2f} vs "
             f"{_mean(quick[q].recall_cited for q in shared):.2f}"
         )
+    tasks = sorted({t for r in records for t in r.tokens_by_task})
+    if tasks:
+        lines += ["", "tokens per question by step (mean):", "", "| mode | " + " | ".join(tasks) + " |"]
+        lines.append("|---" * (len(tasks) + 1) + "|")
+        for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
+            rs = by_mode[mode]
+            cells = " | ".join(f"{_mean(r.tokens_by_task.get(t, 0) for r in rs):.0f}" for t in tasks)
+            lines.append(f"| {mode} | {cells} |")
     return "\n".join(lines)
 
 
@@ -283,31 +298,48 @@ def load_records(path: Path) -> list[Record]:
 # -- main ------------------------------------------------------------------------
 
 
-class CappedModel:
-    """The same model with every reply capped at ``cap`` tokens (a tiny model rambles
-    to its limit; on a shared CPU the cap keeps a benchmark run affordable)."""
+class MeteredModel:
+    """The same model, with every reply capped at ``cap`` tokens when ``cap`` > 0 (a
+    tiny model rambles to its limit; on a shared CPU the cap keeps a benchmark run
+    affordable), and the prompt + completion tokens of each call tallied by task:
+    the structured schema's title (decompose, judge, reflect, …) or chat / stream."""
 
     def __init__(self, inner: Any, cap: int) -> None:
         self.inner = inner
         self.cap = cap
+        self.tally: collections.Counter[str] = collections.Counter()
 
     @property
     def model_name(self) -> str:
         return str(self.inner.model_name)
 
-    def _cap(self, max_tokens: int | None) -> int:
+    def _cap(self, max_tokens: int | None) -> int | None:
+        if self.cap <= 0:
+            return max_tokens
         return min(max_tokens or self.cap, self.cap)
 
-    def stream(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        return self.inner.stream(messages, temperature=temperature, max_tokens=self._cap(max_tokens))
+    def _count(self, task: str, usage: Any) -> None:
+        if usage is not None:
+            self.tally[task] += int(usage.prompt_tokens) + int(usage.completion_tokens)
+
+    async def stream(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
+        async for chunk in self.inner.stream(messages, temperature=temperature, max_tokens=self._cap(max_tokens)):
+            self._count("stream", getattr(chunk, "usage", None))
+            yield chunk
 
     async def chat(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        return await self.inner.chat(messages, temperature=temperature, max_tokens=self._cap(max_tokens))
+        result = await self.inner.chat(messages, temperature=temperature, max_tokens=self._cap(max_tokens))
+        self._count("chat", result.usage)
+        return result
 
     async def structured(
         self, messages: Any, schema: dict[str, Any], *, temperature: float | None = None, max_tokens: int | None = None
     ) -> Any:
-        return await self.inner.structured(messages, schema, temperature=temperature, max_tokens=self._cap(max_tokens))
+        result = await self.inner.structured(
+            messages, schema, temperature=temperature, max_tokens=self._cap(max_tokens)
+        )
+        self._count(str(schema.get("title", "structured")), result.usage)
+        return result
 
     async def embed(self, texts: Any) -> Any:
         return await self.inner.embed(texts)
@@ -324,9 +356,8 @@ class CappedModel:
         await self.inner.aclose()
 
 
-def make_model(args: argparse.Namespace) -> Any:
-    model = _backend_model(args)
-    return CappedModel(model, args.max_reply_tokens) if args.max_reply_tokens > 0 else model
+def make_model(args: argparse.Namespace) -> MeteredModel:
+    return MeteredModel(_backend_model(args), args.max_reply_tokens)
 
 
 def _backend_model(args: argparse.Namespace) -> Any:
@@ -405,7 +436,10 @@ async def main_async(args: argparse.Namespace) -> int:
         for qi, question in enumerate(questions, 1):
             gold = gold_paragraphs(question, index)
             for mode in modes:
-                record = await run_one(engine, mode, question, gold, budget)
+                mode_budget = budget
+                if mode == "table" and args.table_max_seconds > 0:
+                    mode_budget = dataclasses.replace(budget, max_seconds=args.table_max_seconds)
+                record = await run_one(engine, mode, question, gold, mode_budget)
                 records.append(record)
                 if out is not None:
                     with out.open("a", encoding="utf-8") as fh:
@@ -420,7 +454,8 @@ async def main_async(args: argparse.Namespace) -> int:
     finally:
         await model.aclose()
         await library.aclose()
-    print(f"\nMuSiQue, {len(questions)} questions, model {model.model_name}, budget {budget}\n")
+    table_note = f" (table: max_seconds={args.table_max_seconds})" if args.table_max_seconds > 0 else ""
+    print(f"\nMuSiQue, {len(questions)} questions, model {model.model_name}, budget {budget}{table_note}\n")
     print(summarise(records, modes))
     return 0 if not any(r.error for r in records) else 1
 
@@ -442,6 +477,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=40_000)
     parser.add_argument("--max-seconds", type=float, default=300.0)
     parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument(
+        "--table-max-seconds", type=float, default=0, help="the table mode's wall-time budget (0: --max-seconds)"
+    )
     parser.add_argument(
         "--max-reply-tokens", type=int, default=0, help="cap every model reply (0: the engine's own limits)"
     )

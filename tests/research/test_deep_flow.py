@@ -22,6 +22,7 @@ from app.core.events import (
 )
 from app.core.models import Budget, Scope
 from app.research.engine import ResearchEngine
+from app.research.modes.deep import focused
 
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
 REPORT = (
@@ -285,3 +286,16 @@ async def test_each_chunk_is_judged_once_per_run() -> None:
     hits = [(e.node_id, h.chunk.chunk_id) for e in of(events, SearchFinished) for h in e.hits]
     assert sorted((j.node_id, j.chunk_id) for j in judged) == sorted(hits)  # yet every hit shows a verdict
     assert any(j.reason == "judged earlier in this run" for j in judged)
+
+
+def test_the_judge_sees_each_long_passage_cut_to_its_sentences_nearest_the_queries() -> None:
+    text = (
+        "Bananas grow in tropical climates. Milvus supports BM25 full text search. "
+        "Potassium is a mineral. Milvus also builds HNSW indexes."
+    )
+    assert focused(text, "Does Milvus support BM25 search?", 45) == "Milvus supports BM25 full text search."
+    assert (
+        focused(text, "Milvus BM25 HNSW", 90)
+        == "Milvus supports BM25 full text search. … Milvus also builds HNSW indexes."
+    )
+    assert focused("Short passage.", "anything", 45) == "Short passage."

@@ -27,7 +27,7 @@ from typing import Any
 from app.core.events import ChunkJudged, Reflected
 from app.core.models import Chunk, Collection, Hit, Report, SubQuery
 from app.research import prompts
-from app.research.bridging import bridge_queries
+from app.research.bridging import STOPWORDS, bridge_queries, words
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 
@@ -35,7 +35,7 @@ MAX_GAP_QUERIES = 3
 BRIDGE_SOURCES = 2  # bridge queries follow the names in this many of a round's best new chunks
 KEEP_WHEN_ALL_REJECTED = 2
 MAX_QUERY_CHARS = 300
-JUDGE_CHARS = 450  # per passage shown to the judge (relevance needs the gist, not every word)
+JUDGE_CHARS = 320  # per passage shown to the judge: its sentences nearest the queries (see ``focused``)
 REFLECT_CHARS = 300  # per evidence item shown to the reflection
 FAITHFUL_CHARS = 2000  # DeepSearcher shows whole chunks to its per-chunk judge and reflection
 
@@ -80,6 +80,7 @@ ROUTE_SCHEMA = prompts.object_schema(
 # -- query hygiene --------------------------------------------------------------
 
 _PUNCT = re.compile(r"[^\w\s]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def normalise_query(text: str) -> str:
@@ -164,11 +165,37 @@ async def route(ctx: RunContext, queries: Sequence[str]) -> list[tuple[str, ...]
     return [chosen.get(i, ()) for i in range(1, len(queries) + 1)]
 
 
-def _passages(hits: Sequence[Hit], max_chars: int) -> str:
+def _passages(hits: Sequence[Hit], max_chars: int, focus: str = "") -> str:
+    """Numbered, fenced passages; with ``focus``, each is cut to its sentences that
+    share most words with it (see :func:`focused`)."""
     return "\n".join(
-        prompts.fence(i, hit.chunk.text, max_chars=max_chars, title=hit.chunk.title)
+        prompts.fence(
+            i,
+            focused(hit.chunk.text, focus, max_chars) if focus else hit.chunk.text,
+            max_chars=max_chars,
+            title=hit.chunk.title,
+        )
         for i, hit in enumerate(hits, start=1)
     )
+
+
+def focused(text: str, focus: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` by keeping its sentences that share most content
+    words with ``focus`` (in their original order), as a search engine's snippet
+    does: relevance is judged on the part of a passage that can matter."""
+    if len(text) <= max_chars:
+        return text
+    terms = {w for w in words(focus) if w not in STOPWORDS}
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-len(set(words(sentences[i])) & terms), i))
+    kept: list[int] = []
+    used = 0
+    for i in ranked:
+        if used and used + len(sentences[i]) + 1 > max_chars:
+            continue
+        kept.append(i)
+        used += len(sentences[i]) + 1
+    return " … ".join(sentences[i].strip() for i in sorted(kept)) if len(kept) > 1 else sentences[kept[0]]
 
 
 async def judge(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> list[Hit]:
@@ -203,7 +230,11 @@ async def judge_group(
             "List the ids of the documents that help answer the search query or the question, "
             "most helpful first. Leave out documents that do not help.",
         ),
-        prompts.user(prompts.question_block(ctx.question), queries, _passages([hit for _, hit in flat], per)),
+        prompts.user(
+            prompts.question_block(ctx.question),
+            queries,
+            _passages([hit for _, hit in flat], per, focus=" ".join([ctx.question, *(sq.text for sq in subqueries)])),
+        ),
     ]
     node = subqueries[0].node_id if len(subqueries) == 1 else subqueries[0].parent_id
     value = await ctx.call_structured(node, messages, judge_schema(len(flat)), default=None)

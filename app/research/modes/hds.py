@@ -91,8 +91,11 @@ async def _turn(ctx: RunContext, log: str, extra: str = "", max_tokens: int | No
     return text
 
 
-async def _search(ctx: RunContext, queries: list[str], round_node: str, round_no: int, origins: list[str]) -> str:
-    """Search the queries in one batched call; every hit becomes evidence; the results block."""
+async def _search(
+    ctx: RunContext, queries: list[str], round_node: str, round_no: int, origins: list[str], *, top_k: int = 0
+) -> str:
+    """Search the queries in one batched call (``top_k`` hits each; by default
+    :data:`HITS_PER_QUERY`, within the budget's); every hit becomes evidence; the results block."""
     mode: Any = ctx.options.get("hds_search_mode", "hybrid")
     if mode not in ("hybrid", "bm25", "dense"):
         mode = "hybrid"
@@ -100,7 +103,7 @@ async def _search(ctx: RunContext, queries: list[str], round_node: str, round_no
         ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin=o)
         for q, o in zip(queries, origins, strict=True)
     ]
-    results = await ctx.search(subqueries, mode=mode, top_k=min(HITS_PER_QUERY, ctx.budget.top_k))
+    results = await ctx.search(subqueries, mode=mode, top_k=top_k or min(HITS_PER_QUERY, ctx.budget.top_k))
     labelled: list[tuple[str, list[tuple[int, Hit]]]] = []
     for sq, hits in zip(subqueries, results, strict=True):
         numbered = [(ctx.add_evidence(hit, sq.text).number, hit) for hit in hits]
@@ -113,8 +116,9 @@ async def run_mode(ctx: RunContext) -> Report:
     seen: list[str] = [ctx.question]
     answer: str | None = None
     try:
-        # the question itself is searched first; its results open the log
-        log = await _search(ctx, [ctx.question], ROOT_NODE, 0, ["original"])
+        # the question itself is searched first, with the budget's full top_k (as the
+        # quick mode does); its results open the log
+        log = await _search(ctx, [ctx.question], ROOT_NODE, 0, ["original"], top_k=ctx.budget.top_k)
         while answer is None:
             round_node, round_no = ctx.start_round()
             text = await _turn(ctx, log)
