@@ -130,7 +130,7 @@ class ResearchEngine:
             if not done:
                 final = await self._cancel(task, ctx, queue, recorder)
                 recorder.record(final)
-            recorder.close()
+            await recorder.aclose()
 
     # -- internals ----------------------------------------------------------
 

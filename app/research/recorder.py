@@ -4,13 +4,23 @@ Events are buffered and written every few events or fractions of a second,
 and always at the end; evidence rows are written as ``EvidenceAdded``
 arrives, so a failed or cancelled run keeps what it found. A broken store
 never breaks the run: persistence stops with a logged warning.
+
+The writes never run on the event loop (in the window, the GUI thread): one
+writer thread per run owns its own connection to the history file and
+performs them in the order they were asked for; :meth:`RunRecorder.aclose`
+waits for the last of them, so a finished run is in the history when ``run``
+returns.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 from app.core.errors import StoreError
 from app.core.events import EvidenceAdded, Failed, Finished, ResearchEvent, RunStarted
@@ -23,14 +33,57 @@ FLUSH_EVERY = 32
 FLUSH_AFTER_S = 0.5
 
 
+class HistoryWriter:
+    """One thread with its own connection to the history file; store actions run
+    there in submission order. After the first failure it logs a warning and
+    drops every later action."""
+
+    def __init__(self, path: Path, run_id: str) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.failed = False
+        self._store: RunStore | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-history")
+
+    def submit(self, action: Callable[[RunStore], object]) -> Future[None]:
+        return self._executor.submit(self._run, action)
+
+    def _run(self, action: Callable[[RunStore], object]) -> None:
+        if self.failed:
+            return
+        try:
+            if self._store is None:
+                self._store = RunStore(self.path)
+            action(self._store)
+        except (sqlite3.Error, StoreError) as exc:
+            log.warning("research run %s: could not save to the history (%s); not saving further", self.run_id, exc)
+            self.failed = True
+
+    def _close_store(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def close(self) -> Future[None]:
+        """Close the connection after the pending actions; the future is done when it is."""
+        done = self._executor.submit(self._close_store)
+        self._executor.shutdown(wait=False)
+        return done
+
+
 class RunRecorder:
     def __init__(self, store: RunStore | None, run_id: str) -> None:
-        self.store = store
         self.run_id = run_id
+        self._writer = HistoryWriter(store.path, run_id) if store is not None else None
         self._events: list[ResearchEvent] = []
         self._evidence: list[Evidence] = []
         self._last_flush = time.monotonic()
         self._closed = False
+
+    @property
+    def saving(self) -> bool:
+        """False once saving stopped (no store, or the store failed)."""
+        return self._writer is not None and not self._writer.failed
 
     def start(self, event: RunStarted) -> None:
         self._guard(
@@ -47,7 +100,7 @@ class RunRecorder:
         self.record(event)
 
     def record(self, event: ResearchEvent) -> None:
-        if self.store is None or self._closed:
+        if not self.saving or self._closed:
             return
         self._events.append(event)
         if isinstance(event, EvidenceAdded):
@@ -80,19 +133,20 @@ class RunRecorder:
         events, self._events = self._events, []
         evidence, self._evidence = self._evidence, []
         self._last_flush = time.monotonic()
-        self._guard(lambda store: store.append_events(self.run_id, events))
-        self._guard(lambda store: store.save_evidence(self.run_id, evidence))
+        if events:
+            self._guard(lambda store: store.append_events(self.run_id, events))
+        if evidence:
+            self._guard(lambda store: store.save_evidence(self.run_id, evidence))
 
-    def close(self) -> None:
-        if not self._closed:
-            self.flush()
-            self._closed = True
-
-    def _guard(self, action: object) -> None:
-        if self.store is None:
+    async def aclose(self) -> None:
+        """Write what is buffered, then wait (off the loop) until every write is done."""
+        if self._closed:
             return
-        try:
-            action(self.store)  # type: ignore[operator]
-        except (sqlite3.Error, StoreError) as exc:
-            log.warning("research run %s: could not save to the history (%s); not saving further", self.run_id, exc)
-            self.store = None
+        self.flush()
+        self._closed = True
+        if self._writer is not None:
+            await asyncio.wrap_future(self._writer.close())
+
+    def _guard(self, action: Callable[[RunStore], object]) -> None:
+        if self._writer is not None and not self._writer.failed:
+            self._writer.submit(action)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
+import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, verdicts
@@ -73,3 +77,37 @@ async def test_history_lists_runs_and_show_prints_the_report(capsys: pytest.Capt
 def test_history_when_empty(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["history"]) == 0
     assert "No research runs yet" in capsys.readouterr().out
+
+
+async def test_history_writes_run_off_the_event_loop_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop_thread = threading.get_ident()
+    writers: set[int] = set()
+    real_append = RunStore.append_events
+
+    def append(self: RunStore, run_id: str, events: Any) -> None:
+        writers.add(threading.get_ident())
+        real_append(self, run_id, events)
+
+    monkeypatch.setattr(RunStore, "append_events", append)
+    finished = await record("20260101-000002-cccccc", SCRIPT)
+    assert isinstance(finished, Finished)
+    assert writers and loop_thread not in writers
+    # the run is complete in the history as soon as run() has returned
+    runs = RunStore.open(app_paths())
+    try:
+        saved = runs.get_run("20260101-000002-cccccc")
+        assert saved is not None and saved.status == "finished"
+        assert runs.load_report("20260101-000002-cccccc") is not None
+    finally:
+        runs.close()
+
+
+async def test_a_broken_history_never_breaks_the_run(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runs = RunStore(tmp_path / "catalog.db")
+    runs.path = tmp_path  # the writer thread's own connection cannot open a directory
+    model = ScriptedModel(SCRIPT, text="Milvus is an open-source vector database [1].")
+    with caplog.at_level(logging.WARNING):
+        events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION))
+    runs.close()
+    assert isinstance(events[-1], Finished) and events[-1].report.evidence
+    assert "could not save to the history" in caplog.text
