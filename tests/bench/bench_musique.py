@@ -15,7 +15,9 @@ the questions through each mode with the same model and prints, per mode:
 * runs that finished inside their budget, stop reasons, and crashes (a
   ``Failed`` event or an exception);
 * the token ratio deep / deep-faithful (DeepSearcher-faithful: one relevance
-  call per chunk) with both recalls, measured side by side on the same questions.
+  call per chunk) with both recalls, measured side by side on the same questions;
+* tokens per question by step (decompose, judge, judge_chunk, reflect, the
+  report stream, citation_check, …), to see where each mode spends.
 
 Usage::
 
@@ -23,6 +25,13 @@ Usage::
     .venv/bin/python tests/bench/bench_musique.py --limit 3 --modes quick,hds
     .venv/bin/python tests/bench/bench_musique.py --backend ollama --model qwen3:8b
     .venv/bin/python tests/bench/bench_musique.py --summarise /tmp/musique.jsonl
+    # the figures in README.md: two processes (question offsets 0 and 10), each with
+    .venv/bin/python tests/bench/bench_musique.py --offset 0 --limit 10 --max-seconds 240 \
+        --table-max-seconds 90 --max-reply-tokens 128 --max-rounds 3 --max-subqueries 3 \
+        --top-k 5 --threads 1 --jsonl /tmp/musique-a.jsonl
+
+Two processes cannot share one library (the data directory is locked): give
+the second its own ``--workdir`` and the first one's ``--corpus-dir``.
 
 Per-question records go to ``--jsonl`` as they finish, so a long run can be
 summarised at any time with ``--summarise``.
