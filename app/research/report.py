@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from app.core.events import CitationChecked, ReportDelta, ReportStarted
-from app.core.models import Citation, Evidence, EvidenceStatus, Report
+from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report
 from app.llm.base import Message
 from app.research import citations as cit
 from app.research import prompts
@@ -53,8 +53,23 @@ class RepetitionGuard:
         return self.repeats < self.limit
 
 
+def report_sources(ctx: RunContext, limit: int = MAX_REPORT_SOURCES) -> list[tuple[int, Chunk]]:
+    """The evidence the report writer sees: at most ``limit`` items, taken in turn
+    from each sub-query that found evidence (each one's best first), so a later
+    hop's find is not crowded out by the first search's; in evidence order."""
+    groups: dict[str, list[int]] = {}
+    for e in ctx.evidence.all():
+        groups.setdefault(e.subquery, []).append(e.number)
+    chosen: list[int] = []
+    for rank in range(max((len(g) for g in groups.values()), default=0)):
+        for numbers in groups.values():
+            if rank < len(numbers) and len(chosen) < limit:
+                chosen.append(numbers[rank])
+    return ctx.evidence.chunks(sorted(chosen))
+
+
 def report_messages(ctx: RunContext, guidance: str) -> list[Message]:
-    numbered = ctx.evidence.chunks()[:MAX_REPORT_SOURCES]
+    numbered = report_sources(ctx)
     docs = prompts.fence_many(
         [(n, chunk.title or chunk.heading_path or chunk.path, chunk.text) for n, chunk in numbered],
         max_chars=1500,
@@ -166,7 +181,7 @@ async def write_report(
     body, removed = cit.resolve_citations(body, ctx.evidence.numbers())
     if removed:
         ctx.notice(f"Removed {removed} citation(s) to sources that do not exist.", level="warning")
-    sources = [(n, chunk.text) for n, chunk in ctx.evidence.chunks()[:MAX_REPORT_SOURCES]]
+    sources = [(n, chunk.text) for n, chunk in report_sources(ctx)]
     body, bound = cit.bind_uncited(body, sources)
     if bound:
         ctx.notice(f"Attached {bound} citation(s) to sentences that restate a source.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scripted import MemoryLibrary, ScriptedModel, make_chunk
+
 from app.core.models import Citation
 from app.research.citations import (
     bind_uncited,
@@ -11,7 +13,9 @@ from app.research.citations import (
     resolve_citations,
     sentences,
 )
+from app.research.context import RunContext
 from app.research.prompts import REDACTED, fence, neutralise, redact_instructions, strip_echo
+from app.research.report import report_sources
 
 
 def test_citations_to_nothing_are_removed_and_counted() -> None:
@@ -98,3 +102,17 @@ def test_repeated_sentences_and_a_cut_off_repeat_are_dropped() -> None:
     assert strip_echo(reply) == "Milvus is a scalable vector database [3]. It is designed to optimize performance."
     keep = "- First point here is long enough.\n- Second point, also long enough.\n\n## Heading"
     assert strip_echo(keep) == keep
+
+
+def test_the_report_writer_sees_every_sub_querys_best_evidence_first() -> None:
+    ctx = RunContext(
+        question="q", mode="deep", model=ScriptedModel({}), library=MemoryLibrary([]), run_id="r", emit=lambda e: None
+    )
+    for i in range(12):  # the first search found twelve passages…
+        ctx.evidence.add(make_chunk(f"a{i}", f"text a{i}"), "first search")
+    ctx.evidence.add(make_chunk("b0", "text b0"), "second hop")  # …a later hop found one more each
+    ctx.evidence.add(make_chunk("c0", "text c0"), "third hop")
+    c0, b0 = ctx.evidence.number_of("c0"), ctx.evidence.number_of("b0")
+    chosen = [n for n, _ in report_sources(ctx, limit=4)]
+    assert chosen == [1, 2, b0, c0]  # in evidence order, the later hops' finds included
+    assert [n for n, _ in report_sources(ctx, limit=20)] == ctx.evidence.numbers()
