@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from app.core.errors import FathomError
-from app.core.events import Failed, Finished, ResearchEvent, RunStarted
+from app.core.events import Failed, Finished, Notice, ResearchEvent, RunStarted
 from app.core.models import Budget, Report, Scope
 from app.ingest.library import Library
 from app.llm.base import ChatModel
@@ -101,6 +101,7 @@ class ResearchEngine:
         self._queues[run_id] = queue
         task: asyncio.Task[None] | None = None
         done = False
+        warned_history = False
         try:
             yield started
             runner = self._runner_or_failure(ctx)
@@ -122,6 +123,16 @@ class ResearchEngine:
                 terminal = isinstance(event, (Finished, Failed))
                 done = done or terminal
                 recorder.record(event)
+                if terminal:  # the run is in the history (or known not to be) before its end is told
+                    await recorder.drained()
+                if recorder.failure and not warned_history:
+                    warned_history = True
+                    yield Notice(
+                        run_id=run_id,
+                        level="warning",
+                        message=f"This run cannot be saved to the history ({recorder.failure}); "
+                        "its report is shown here but will not be in History.",
+                    )
                 yield event
                 if terminal:
                     return

@@ -42,6 +42,7 @@ class HistoryWriter:
         self.path = path
         self.run_id = run_id
         self.failed = False
+        self.error = ""  # why saving stopped
         self._store: RunStore | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-history")
 
@@ -57,6 +58,7 @@ class HistoryWriter:
             action(self._store)
         except (sqlite3.Error, StoreError) as exc:
             log.warning("research run %s: could not save to the history (%s); not saving further", self.run_id, exc)
+            self.error = str(exc)
             self.failed = True
 
     def _close_store(self) -> None:
@@ -84,6 +86,13 @@ class RunRecorder:
     def saving(self) -> bool:
         """False once saving stopped (no store, or the store failed)."""
         return self._writer is not None and not self._writer.failed
+
+    @property
+    def failure(self) -> str:
+        """Why saving stopped, when the store failed ("" while it works, or with no store)."""
+        if self._writer is None or not self._writer.failed:
+            return ""
+        return self._writer.error or "the history could not be written"
 
     def start(self, event: RunStarted) -> None:
         self._guard(
@@ -137,6 +146,11 @@ class RunRecorder:
             self._guard(lambda store: store.append_events(self.run_id, events))
         if evidence:
             self._guard(lambda store: store.save_evidence(self.run_id, evidence))
+
+    async def drained(self) -> None:
+        """Wait (off the loop) until every write asked for so far is done."""
+        if self._writer is not None and not self._writer.failed:
+            await asyncio.wrap_future(self._writer.submit(lambda store: None))
 
     async def aclose(self) -> None:
         """Write what is buffered, then wait (off the loop) until every write is done."""

@@ -14,7 +14,7 @@ import pytest
 from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, verdicts
 
 from app.core.errors import ModelUnavailable
-from app.core.events import Failed, Finished
+from app.core.events import Failed, Finished, Notice
 from app.core.paths import app_paths
 from app.research.engine import ResearchEngine
 from app.store.runs import RunStore
@@ -111,3 +111,6 @@ async def test_a_broken_history_never_breaks_the_run(tmp_path: Path, caplog: pyt
     runs.close()
     assert isinstance(events[-1], Finished) and events[-1].report.evidence
     assert "could not save to the history" in caplog.text
+    # the user is told, once, before the run's end
+    warnings = [e for e in events if isinstance(e, Notice) and "cannot be saved to the history" in e.message]
+    assert len(warnings) == 1 and warnings[0].level == "warning"
