@@ -95,6 +95,11 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def sentences(text: str) -> list[str]:
+    """``text`` split after each ``.``, ``!`` or ``?`` that ends a sentence (empty pieces left out)."""
+    return [s for s in _SENTENCE.split(text) if s.strip()]
+
+
 def names(text: str) -> list[str]:
     """Capitalised names in ``text``, without leading function words ("In the Church of
     England" gives "Church of England"), at least three characters long."""
@@ -110,14 +115,14 @@ def names(text: str) -> list[str]:
 
 
 def bridge_queries(
-    question: str, passages: Sequence[tuple[str, str]], *, limit: int = 3, sentences: int = 2
+    question: str, passages: Sequence[tuple[str, str]], *, limit: int = 3, per_passage: int = 2
 ) -> list[str]:
     """Up to ``limit`` follow-up queries, from ``passages`` — ``(title, text)`` pairs,
     best first.
 
     For each passage: the question's content words it (title included) does not contain (all of
     them when it contains every one), followed by each new name in its
-    ``sentences`` sentences that share most words with the question. A name is
+    ``per_passage`` sentences that share most words with the question. A name is
     new when at most half of its words are in the question.
     """
     content = [w for w in words(question) if w not in STOPWORDS]
@@ -128,8 +133,8 @@ def bridge_queries(
     for title, passage in passages:
         passage_words = set(words(f"{title} {passage}"))
         residual = [w for w in content if w not in passage_words] or content
-        ranked = sorted(_SENTENCE.split(passage), key=lambda s: -len(set(words(s)) & question_words))
-        for sentence in ranked[:sentences]:
+        ranked = sorted(sentences(passage), key=lambda s: -len(set(words(s)) & question_words))
+        for sentence in ranked[:per_passage]:
             for name in names(sentence):
                 name_words = set(words(name)) - STOPWORDS
                 if not name_words or len(name_words & question_words) / len(name_words) > 0.5:

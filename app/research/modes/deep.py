@@ -27,7 +27,7 @@ from typing import Any
 from app.core.events import ChunkJudged, Reflected
 from app.core.models import Chunk, Collection, Hit, Report, SubQuery
 from app.research import prompts
-from app.research.bridging import STOPWORDS, bridge_queries, words
+from app.research.bridging import STOPWORDS, bridge_queries, sentences, words
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 
@@ -80,7 +80,6 @@ ROUTE_SCHEMA = prompts.object_schema(
 # -- query hygiene --------------------------------------------------------------
 
 _PUNCT = re.compile(r"[^\w\s]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def normalise_query(text: str) -> str:
@@ -186,16 +185,16 @@ def focused(text: str, focus: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     terms = {w for w in words(focus) if w not in STOPWORDS}
-    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
-    ranked = sorted(range(len(sentences)), key=lambda i: (-len(set(words(sentences[i])) & terms), i))
+    pieces = sentences(text)
+    ranked = sorted(range(len(pieces)), key=lambda i: (-len(set(words(pieces[i])) & terms), i))
     kept: list[int] = []
     used = 0
     for i in ranked:
-        if used and used + len(sentences[i]) + 1 > max_chars:
+        if used and used + len(pieces[i]) + 1 > max_chars:
             continue
         kept.append(i)
-        used += len(sentences[i]) + 1
-    return " … ".join(sentences[i].strip() for i in sorted(kept)) if len(kept) > 1 else sentences[kept[0]]
+        used += len(pieces[i]) + 1
+    return " … ".join(pieces[i].strip() for i in sorted(kept)) if len(kept) > 1 else pieces[kept[0]]
 
 
 async def judge(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> list[Hit]:
@@ -344,7 +343,7 @@ async def judge_round(
             assigned.update(h.chunk.chunk_id for h in fresh)
             fresh_lists.append(fresh)
     outcomes: list[Any]
-    if grouped and not faithful:
+    if grouped:
         outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
     else:
         judge_one = judge_each_chunk if faithful else judge
@@ -495,11 +494,11 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
             results = await ctx.search(subqueries)
             searched += queries
             queries = []
-            before = set(ctx.evidence.numbers())
+            known = len(ctx.evidence)
             await judge_round(ctx, subqueries, results, faithful=faithful, verdicts=verdicts)
             if not faithful and ctx.options.get("bridge_queries", True):
                 ctx.check_budget()
-                found = [chunk for n, chunk in ctx.evidence.chunks() if n not in before]
+                found = [chunk for _, chunk in ctx.evidence.chunks()[known:]]  # this round's, best first
                 searched += await bridge_hop(ctx, round_node, round_no, found, seen, verdicts)
             ctx.check_budget()
             done, gaps = await reflect(ctx, round_node, searched, seen, faithful=faithful)
