@@ -7,6 +7,11 @@ optional ``hint`` says what to do next.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.core.models import Usage
+
 
 class FathomError(Exception):
     """Base class: ``message`` says what happened, ``hint`` what to do about it."""
@@ -44,7 +49,14 @@ class ModelTimeout(ModelError):
 
 
 class StructuredOutputError(ModelError):
-    """The model's reply did not match the JSON schema, even after a repair."""
+    """The model's reply did not match the JSON schema, even after a repair.
+
+    ``usage`` is what the failed attempts cost: they are counted against the
+    run's token budget like any other call."""
+
+    def __init__(self, message: str, hint: str = "", *, usage: Usage | None = None) -> None:
+        super().__init__(message, hint)
+        self.usage = usage
 
 
 # -- store / ingest ----------------------------------------------------------

@@ -34,20 +34,24 @@ CHARS_PER_TOKEN = 3.0  # a cautious average for JSON text
 def harden_schema(schema: dict[str, Any], *, max_tokens: int | None = None) -> dict[str, Any]:
     """A copy of ``schema`` with bounded strings and arrays and closed objects.
 
-    Bounds the schema already sets are kept. The ones added here shrink until
-    the longest reply the schema allows fits in ``max_tokens``, so a reply
-    is never cut off half-way (when the caller's own bounds allow it).
+    Bounds the schema already sets are kept when the longest reply they allow
+    fits in ``max_tokens``. Otherwise every bound (the caller's too) shrinks
+    until it fits, down to a floor, so a reply is not cut off half-way — a
+    cut-off reply is invalid JSON and costs a repair call.
     """
     max_string, max_items = DEFAULT_MAX_STRING, DEFAULT_MAX_ITEMS
+    tighten = False
     while True:
         hardened = copy.deepcopy(schema)
-        _harden(hardened, max_string, max_items)
+        _harden(hardened, max_string, max_items, tighten=tighten)
         if max_tokens is None or worst_case_chars(hardened) <= max_tokens * CHARS_PER_TOKEN * 0.9:
             return hardened
         if max_string <= MIN_MAX_STRING and max_items <= MIN_MAX_ITEMS:
             return hardened
-        max_string = max(MIN_MAX_STRING, max_string * 2 // 3)
-        max_items = max(MIN_MAX_ITEMS, max_items * 2 // 3)
+        if tighten:
+            max_string = max(MIN_MAX_STRING, max_string * 2 // 3)
+            max_items = max(MIN_MAX_ITEMS, max_items * 2 // 3)
+        tighten = True
 
 
 def worst_case_chars(node: Any, depth: int = 0) -> int:
@@ -87,27 +91,34 @@ def worst_case_chars(node: Any, depth: int = 0) -> int:
     return best
 
 
-def _harden(node: Any, max_string: int, max_items: int) -> None:
+def _harden(node: Any, max_string: int, max_items: int, *, tighten: bool = False) -> None:
+    """Bound strings and arrays, close objects; with ``tighten``, lower existing
+    bounds above ``max_string``/``max_items`` too (never below ``minItems``)."""
     if isinstance(node, list):
         for item in node:
-            _harden(item, max_string, max_items)
+            _harden(item, max_string, max_items, tighten=tighten)
         return
     if not isinstance(node, dict):
         return
     types = node.get("type")
     type_set = set(types) if isinstance(types, list) else {types}
     if "string" in type_set and not {"enum", "const", "format", "pattern"} & node.keys():
-        node.setdefault("maxLength", max_string)
+        own = node.get("maxLength")
+        node["maxLength"] = max_string if own is None else min(own, max_string) if tighten else own
     if "array" in type_set:
-        node.setdefault("maxItems", max_items)
+        floor = int(node.get("minItems", 0))
+        if tighten and "maxItems" in node:
+            node["maxItems"] = max(floor, min(node["maxItems"], max_items))
+        else:
+            node.setdefault("maxItems", max(floor, max_items))
     if "object" in type_set and "properties" in node:
         node.setdefault("additionalProperties", False)
     for key, value in node.items():
         if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
             for sub in value.values():
-                _harden(sub, max_string, max_items)
+                _harden(sub, max_string, max_items, tighten=tighten)
         elif key in ("items", "prefixItems", "anyOf", "oneOf", "allOf", "not", "additionalProperties"):
-            _harden(value, max_string, max_items)
+            _harden(value, max_string, max_items, tighten=tighten)
 
 
 def parse_json(text: str) -> Any:
@@ -184,4 +195,5 @@ async def structured_with_repair(
         f"The model {model_name} did not produce the expected structured answer, "
         f"even after one repair attempt ({second_problem}).",
         "Try again, lower the temperature, or choose a larger model in Settings.",
+        usage=usage,
     )

@@ -58,6 +58,7 @@ from app.ingest.library import Library
 from app.llm.base import ChatModel, Message
 from app.research.budget import REPORT_SHARE, BudgetHit, BudgetTracker
 from app.research.evidence import EvidenceRegistry
+from app.research.snippets import FULL_VIEW, SourceView
 from app.store.vectors import SearchMode
 
 T = TypeVar("T")
@@ -115,6 +116,7 @@ class RunContext:
         self.report_text = ""  # the report body streamed so far
         self.finishing = False  # True while the report is written: budgets no longer stop calls
         self.prompt_chars = int(self.options.get("prompt_chars", DEFAULT_PROMPT_CHARS))
+        self.source_view: SourceView = FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it
         self._emit = emit
         self._ids = itertools.count(1)
         self._semaphore = asyncio.Semaphore(max(1, self.budget.max_concurrent_calls))
@@ -208,7 +210,7 @@ class RunContext:
                     level="warning",
                     node_id=node_id,
                 )
-                self._account(getattr(exc, "usage", None))
+                self._account(exc.usage)
                 return default
             except TimeoutError:
                 if self.finishing:

@@ -82,6 +82,20 @@ class EvidenceRegistry:
     def numbers(self) -> list[int]:
         return sorted(self._by_number)
 
+    def spread(self, limit: int) -> list[int]:
+        """At most ``limit`` evidence numbers, taken in turn from each sub-query that
+        found evidence (each one's first first), so a later hop's find is not crowded
+        out by the first search's; in number order."""
+        groups: dict[str, list[int]] = {}
+        for number in self.numbers():
+            groups.setdefault(self._by_number[number].subquery, []).append(number)
+        chosen: list[int] = []
+        for rank in range(max((len(g) for g in groups.values()), default=0)):
+            for numbers in groups.values():
+                if rank < len(numbers) and len(chosen) < limit:
+                    chosen.append(numbers[rank])
+        return sorted(chosen)
+
     def chunks(self, numbers: Iterable[int] | None = None) -> list[tuple[int, Chunk]]:
         wanted = self.numbers() if numbers is None else numbers
         out = []

@@ -16,12 +16,12 @@ from app.research import citations as cit
 from app.research import prompts
 from app.research.budget import describe_stop
 from app.research.context import REPORT_MAX_TOKENS
+from app.research.snippets import evidence_excerpts
 
 if TYPE_CHECKING:
     from app.research.context import RunContext
 
 REPORT_NODE = "report"
-MAX_REPORT_SOURCES = 10
 NO_EVIDENCE = "No passage in the searched collections was found relevant to this question."
 
 ANSWER_SCHEMA = prompts.object_schema("short_answer", {"answer": {"type": "string", "maxLength": 200}})
@@ -53,27 +53,18 @@ class RepetitionGuard:
         return self.repeats < self.limit
 
 
-def report_sources(ctx: RunContext, limit: int = MAX_REPORT_SOURCES) -> list[tuple[int, Chunk]]:
-    """The evidence the report writer sees: at most ``limit`` items, taken in turn
-    from each sub-query that found evidence (each one's best first), so a later
-    hop's find is not crowded out by the first search's; in evidence order."""
-    groups: dict[str, list[int]] = {}
-    for e in ctx.evidence.all():
-        groups.setdefault(e.subquery, []).append(e.number)
-    chosen: list[int] = []
-    for rank in range(max((len(g) for g in groups.values()), default=0)):
-        for numbers in groups.values():
-            if rank < len(numbers) and len(chosen) < limit:
-                chosen.append(numbers[rank])
-    return ctx.evidence.chunks(sorted(chosen))
+def report_sources(ctx: RunContext, limit: int | None = None) -> list[tuple[int, Chunk]]:
+    """The evidence the report writer sees: at most ``limit`` items (the run's
+    ``source_view.max_sources`` by default), taken in turn from each sub-query that
+    found evidence (each one's best first), so a later hop's find is not crowded
+    out by the first search's; in evidence order."""
+    return ctx.evidence.chunks(ctx.evidence.spread(ctx.source_view.max_sources if limit is None else limit))
 
 
 def report_messages(ctx: RunContext, guidance: str) -> list[Message]:
-    numbered = report_sources(ctx)
+    view = ctx.source_view
     docs = prompts.fence_many(
-        [(n, chunk.title or chunk.heading_path or chunk.path, chunk.text) for n, chunk in numbered],
-        max_chars=1500,
-        total_chars=ctx.prompt_chars,
+        evidence_excerpts(ctx.question, ctx.evidence, view), max_chars=view.chars, total_chars=ctx.prompt_chars
     )
     return [
         prompts.system(

@@ -344,10 +344,17 @@ class MeteredModel:
     async def structured(
         self, messages: Any, schema: dict[str, Any], *, temperature: float | None = None, max_tokens: int | None = None
     ) -> Any:
-        result = await self.inner.structured(
-            messages, schema, temperature=temperature, max_tokens=self._cap(max_tokens)
-        )
-        self._count(str(schema.get("title", "structured")), result.usage)
+        from app.core.errors import StructuredOutputError
+
+        task = str(schema.get("title", "structured"))
+        try:
+            result = await self.inner.structured(
+                messages, schema, temperature=temperature, max_tokens=self._cap(max_tokens)
+            )
+        except StructuredOutputError as exc:  # a reply that failed its format still cost tokens
+            self._count(task, exc.usage)
+            raise
+        self._count(task, result.usage)
         return result
 
     async def embed(self, texts: Any) -> Any:

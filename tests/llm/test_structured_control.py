@@ -55,6 +55,8 @@ async def test_two_invalid_replies_raise_an_actionable_error() -> None:
     with pytest.raises(StructuredOutputError) as caught:
         await structured_with_repair(generate, ASK, SCHEMA, model_name="tiny")
     assert "tiny" in str(caught.value) and "larger model" in caught.value.hint
+    usage = caught.value.usage  # both failed attempts are still paid for
+    assert usage is not None and usage.calls == 2 and usage.completion_tokens == 10
 
 
 def test_raw_control_characters_inside_strings_still_parse() -> None:
@@ -68,7 +70,12 @@ def test_hardening_bounds_strings_and_arrays_to_fit_the_token_budget() -> None:
     assert roomy["properties"]["queries"]["maxItems"] >= tight["properties"]["queries"]["maxItems"] >= 3
     assert worst_case_chars(tight) < worst_case_chars(roomy)
     kept = harden_schema({"type": "string", "maxLength": 7}, max_tokens=16)
-    assert kept["maxLength"] == 7  # the caller's own bounds are kept
+    assert kept["maxLength"] == 7  # the caller's own bounds are kept when they fit
+    own = {"type": "object", "properties": {"summary": {"type": "string", "maxLength": 400}}}
+    assert harden_schema(own, max_tokens=4096)["properties"]["summary"]["maxLength"] == 400
+    lowered = harden_schema(own, max_tokens=128)  # 400 characters cannot fit: a cut-off reply is invalid JSON
+    assert lowered["properties"]["summary"]["maxLength"] < 400
+    assert worst_case_chars(lowered) <= 128 * 3
     assert "maxLength" not in SCHEMA["properties"]["queries"]["items"]  # the input is not modified
 
 

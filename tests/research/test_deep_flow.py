@@ -22,7 +22,8 @@ from app.core.events import (
 )
 from app.core.models import Budget, Scope
 from app.research.engine import ResearchEngine
-from app.research.modes.deep import focused
+from app.research.evidence import EvidenceRegistry
+from app.research.snippets import SourceView, evidence_excerpts, focused
 
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
 REPORT = (
@@ -73,7 +74,8 @@ async def test_deep_run_searches_judges_and_writes_a_cited_report() -> None:
     assert library.search_calls == [(round_queries, None), (bridges, None)]
     judge_calls = model.calls_for("judge")
     assert 1 <= len(judge_calls) <= 4
-    assert f"Search query: {QUESTION}" in judge_calls[0].prompt
+    # the question's own search is judged against the question alone (no repeated query line)
+    assert "Search query:" not in judge_calls[0].prompt and QUESTION in judge_calls[0].prompt
     assert len(of(events, SearchFinished)) == 5
     judged = of(events, ChunkJudged)
     assert {j.relevant for j in judged} == {True, False}
@@ -299,3 +301,21 @@ def test_the_judge_sees_each_long_passage_cut_to_its_sentences_nearest_the_queri
         == "Milvus supports BM25 full text search. … Milvus also builds HNSW indexes."
     )
     assert focused("Short passage.", "anything", 45) == "Short passage."
+
+
+def test_evidence_snippets_spread_over_sub_queries_and_keep_the_sentence_each_one_asked_for() -> None:
+    filler = "Bananas grow in tropical climates and are rich in potassium. " * 6
+    registry = EvidenceRegistry()
+    registry.add(make_chunk("a1", filler + "Milvus was created by Zilliz in 2019."), "Milvus creator")
+    registry.add(make_chunk("a2", filler + "Milvus supports HNSW."), "Milvus creator")
+    registry.add(make_chunk("a3", filler + "Milvus supports IVF."), "Milvus creator")
+    registry.add(make_chunk("b1", filler + "Zilliz is based in Redwood City."), "Zilliz headquarters location")
+    assert registry.spread(2) == [1, 4]  # each sub-query's best before any one's second
+    assert registry.spread(3) == [1, 2, 4]
+    view = SourceView(max_sources=2, chars=80, focus=True)
+    shown = evidence_excerpts("Where is the company that created Milvus based?", registry, view)
+    assert [number for number, _, _ in shown] == [1, 4]
+    assert shown[0][2] == "Milvus was created by Zilliz in 2019."
+    assert shown[1][2] == "Zilliz is based in Redwood City."
+    whole = evidence_excerpts("anything", registry, SourceView(max_sources=1, chars=80, focus=False))
+    assert whole[0][2] == registry.text(1)  # without focus the text is left for the fence to clip

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from scripted import BLOCK, MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, delayed, verdicts
 
-from app.core.errors import ModelUnavailable, StoreError
+from app.core.errors import ModelUnavailable, StoreError, StructuredOutputError
 from app.core.events import (
     EvidenceAdded,
     Failed,
@@ -21,7 +21,7 @@ from app.core.events import (
     SearchFinished,
     SubQueryPlanned,
 )
-from app.core.models import Budget
+from app.core.models import Budget, Usage
 from app.core.paths import app_paths
 from app.research.engine import ResearchEngine
 from app.research.tree import build_tree
@@ -257,6 +257,18 @@ async def test_a_store_failure_mid_run_ends_with_failed_and_keeps_the_evidence()
     events = await collect(ResearchEngine(model, library, runs).run(QUESTION, run_id="f2"))
     assert isinstance(events[-1], Failed) and "disk full" in events[-1].message
     assert runs.load_evidence("f2")
+
+
+async def test_a_reply_that_fails_its_format_still_counts_its_tokens() -> None:
+    failed = StructuredOutputError("bad reply", usage=Usage(400, 80, 0.0, "scripted", 2))  # reply + repair
+    model = ScriptedModel(script(decompose=failed), text=REPORT, prompt_tokens=100, completion_tokens=20)
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=Budget(max_rounds=1))
+    )
+    final = events[-1]
+    assert isinstance(final, Finished)
+    assert final.usage.calls == len(model.calls) + 1  # the failed decompose made two calls
+    assert final.usage.prompt_tokens == 400 + 100 * (len(model.calls) - 1)
 
 
 async def test_a_reply_of_the_wrong_shape_is_ignored() -> None:

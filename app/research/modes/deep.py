@@ -27,16 +27,22 @@ from typing import Any
 from app.core.events import ChunkJudged, Reflected
 from app.core.models import Chunk, Collection, Hit, Report, SubQuery
 from app.research import prompts
-from app.research.bridging import STOPWORDS, bridge_queries, sentences, words
+from app.research.bridging import bridge_queries
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
+from app.research.snippets import SourceView, evidence_excerpts, focused
 
 MAX_GAP_QUERIES = 3
 BRIDGE_SOURCES = 2  # bridge queries follow the names in this many of a round's best new chunks
 KEEP_WHEN_ALL_REJECTED = 2
 MAX_QUERY_CHARS = 300
-JUDGE_CHARS = 320  # per passage shown to the judge: its sentences nearest the queries (see ``focused``)
-REFLECT_CHARS = 300  # per evidence item shown to the reflection
+# Prompt tokens are the cost of a local run (a laptop CPU reads them slowly), so deep
+# shows snippets, as a search engine does: the judge sees each passage's title and
+# its sentences nearest the queries; the reflection and the report writer see such
+# snippets of the evidence, spread over the sub-queries that found it.
+JUDGE_CHARS = 120
+REFLECT_VIEW = SourceView(max_sources=6, chars=120, focus=True)
+REPORT_VIEW = SourceView(max_sources=6, chars=240, focus=True)
 FAITHFUL_CHARS = 2000  # DeepSearcher shows whole chunks to its per-chunk judge and reflection
 
 
@@ -178,25 +184,6 @@ def _passages(hits: Sequence[Hit], max_chars: int, focus: str = "") -> str:
     )
 
 
-def focused(text: str, focus: str, max_chars: int) -> str:
-    """``text`` cut to ``max_chars`` by keeping its sentences that share most content
-    words with ``focus`` (in their original order), as a search engine's snippet
-    does: relevance is judged on the part of a passage that can matter."""
-    if len(text) <= max_chars:
-        return text
-    terms = {w for w in words(focus) if w not in STOPWORDS}
-    pieces = sentences(text)
-    ranked = sorted(range(len(pieces)), key=lambda i: (-len(set(words(pieces[i])) & terms), i))
-    kept: list[int] = []
-    used = 0
-    for i in ranked:
-        if used and used + len(pieces[i]) + 1 > max_chars:
-            continue
-        kept.append(i)
-        used += len(pieces[i]) + 1
-    return " … ".join(pieces[i].strip() for i in sorted(kept)) if len(kept) > 1 else pieces[kept[0]]
-
-
 async def judge(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> list[Hit]:
     """ONE call per sub-query: the relevant hits, best first. When the model rejects
     everything (or says nothing usable), the top retrieval hits are kept, ranked."""
@@ -217,8 +204,10 @@ async def judge_group(
     flat = [(i, hit) for i, hits in enumerate(hit_lists) for hit in hits]
     if not flat:
         return [[] for _ in hit_lists]
-    per = max(200, min(JUDGE_CHARS, ctx.prompt_chars // len(flat)))
-    if len(subqueries) == 1:
+    per = min(JUDGE_CHARS, max(80, ctx.prompt_chars // len(flat)))
+    if len(subqueries) == 1 and normalise_query(subqueries[0].text) == normalise_query(ctx.question):
+        queries = ""  # the question itself was the search
+    elif len(subqueries) == 1:
         queries = f"Search query: {prompts.neutralise(subqueries[0].text)}"
     else:
         queries = "Search queries:\n" + "\n".join(f"- {prompts.neutralise(sq.text)}" for sq in subqueries)
@@ -420,12 +409,14 @@ async def reflect(
     ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str], *, faithful: bool = False
 ) -> tuple[bool, list[str]]:
     """Stop, or up to 3 new gap queries (repeats removed)."""
-    numbered = ctx.evidence.chunks()
-    cap = FAITHFUL_CHARS if faithful else REFLECT_CHARS
-    per = max(150, min(cap, ctx.prompt_chars // max(1, len(numbered))))
-    docs = prompts.fence_many(
-        [(n, chunk.title, chunk.text) for n, chunk in numbered], max_chars=per, total_chars=ctx.prompt_chars
-    )
+    if faithful:  # DeepSearcher shows every chunk found, whole
+        numbered = ctx.evidence.chunks()
+        per = max(150, min(FAITHFUL_CHARS, ctx.prompt_chars // max(1, len(numbered))))
+        items = [(n, chunk.title, chunk.text) for n, chunk in numbered]
+    else:
+        per = REFLECT_VIEW.chars
+        items = evidence_excerpts(ctx.question, ctx.evidence, REFLECT_VIEW)
+    docs = prompts.fence_many(items, max_chars=per, total_chars=ctx.prompt_chars)
     done_list = "\n".join(f"- {prompts.neutralise(q)}" for q in searched)
     default: dict[str, Any]
     if faithful:  # DeepSearcher's reflection: new queries, or an empty list when no more research is needed
@@ -513,6 +504,7 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
 
 
 async def run_mode(ctx: RunContext) -> Report:
+    ctx.source_view = REPORT_VIEW
     return await _deep(ctx, faithful=False)
 
 
