@@ -9,7 +9,8 @@ the names in the round's best new evidence with rule-written queries, searched
 in one batched call and judged in ONE call (``options["bridge_queries"]``,
 on by default) → reflect: stop, or
 up to 3 new gap queries that are not repeats → repeat until done or a budget
-runs out → write the cited report.
+runs out → write the cited report. The judge, the reflection and the report
+writer see snippets (:mod:`app.research.snippets`), not whole passages.
 
 ``run_faithful`` is the DeepSearcher-faithful variant used by the benchmark:
 one YES/NO relevance call per chunk with hard deletion, no forced search of
