@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from locate_data import shared_data_dir
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -23,7 +24,7 @@ os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # onnxruntime: no device id in ~/.cac
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+SHARED_DATA = shared_data_dir()
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +38,7 @@ def fathom_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared test data not found at {SHARED_DATA}")
+        pytest.fail(f"shared test data not found at {SHARED_DATA} (set FATHOM_SHARED_DATA to its folder)")
     return SHARED_DATA
 
 

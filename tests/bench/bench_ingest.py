@@ -36,7 +36,10 @@ from app.ingest.embedder import OnnxMiniLMEmbedder  # noqa: E402
 from app.ingest.library import Library  # noqa: E402
 from app.ingest.pipeline import EMBED_BATCH  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(REPO / "tests"))
+from locate_data import shared_data_dir  # noqa: E402
+
+DATA = shared_data_dir()
 
 
 class RecordingEmbedder:

@@ -61,7 +61,10 @@ if str(REPO) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DATA = REPO.parent / "shared" / "data" / "musique"
+sys.path.insert(0, str(REPO / "tests"))
+from locate_data import shared_data_dir  # noqa: E402
+
+DATA = shared_data_dir() / "musique"
 ALL_MODES = ("quick", "deep", "deep-faithful", "plan", "table", "hds")
 COLLECTION = "musique"
 

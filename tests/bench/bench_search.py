@@ -47,7 +47,10 @@ from app.core.models import Chunk  # noqa: E402
 from app.store import vectors  # noqa: E402
 from app.store.vectors import STOP_WORDS, VectorStore  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(REPO / "tests"))
+from locate_data import shared_data_dir  # noqa: E402
+
+DATA = shared_data_dir()
 DIM = 384
 BATCH = 8
 TOP_K = 10

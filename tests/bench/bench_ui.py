@@ -30,7 +30,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-SHARED = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "tests"))
+from locate_data import shared_data_dir  # noqa: E402
+
+SHARED = shared_data_dir()
 
 
 # -- launch ------------------------------------------------------------------
