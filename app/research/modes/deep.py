@@ -171,16 +171,11 @@ async def route(ctx: RunContext, queries: Sequence[str]) -> list[tuple[str, ...]
     return [chosen.get(i, ()) for i in range(1, len(queries) + 1)]
 
 
-def _passages(hits: Sequence[Hit], max_chars: int, focus: str = "") -> str:
-    """Numbered, fenced passages; with ``focus``, each is cut to its sentences that
-    share most words with it (see :func:`focused`)."""
+def _passages(hits: Sequence[Hit], max_chars: int, focus: str) -> str:
+    """Numbered, fenced passages, each cut to its sentences that share most words
+    with ``focus`` (see :func:`~app.research.snippets.focused`)."""
     return "\n".join(
-        prompts.fence(
-            i,
-            focused(hit.chunk.text, focus, max_chars) if focus else hit.chunk.text,
-            max_chars=max_chars,
-            title=hit.chunk.title,
-        )
+        prompts.fence(i, focused(hit.chunk.text, focus, max_chars), max_chars=max_chars, title=hit.chunk.title)
         for i, hit in enumerate(hits, start=1)
     )
 
