@@ -103,10 +103,14 @@ class BudgetTracker:
     def start_round(self) -> int:
         """Count a new round (1-based); raise when ``max_rounds`` are done or another budget is out."""
         self.check()
-        if self.rounds >= self.budget.max_rounds:
-            raise BudgetHit("max_rounds", f"{self.rounds} of {self.budget.max_rounds} rounds done")
+        self.check_round_left()
         self.rounds += 1
         return self.rounds
+
+    def check_round_left(self) -> None:
+        """Raise BudgetHit("max_rounds") when every round has been used."""
+        if self.rounds >= self.budget.max_rounds:
+            raise BudgetHit("max_rounds", f"{self.rounds} of {self.budget.max_rounds} rounds done")
 
     def _detail(self, name: str) -> str:
         b = self.budget

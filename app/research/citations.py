@@ -1,6 +1,7 @@
 """Citations in a report: find ``[n]``, resolve them against the evidence table,
 bind uncited sentences to the chunk they repeat, and check each cited
-sentence against its chunk in one batched model call.
+sentence against its chunk in one batched model call (each cited chunk shown
+once, cut to its sentences nearest the claims that cite it).
 
 The pure functions here work on Markdown text; only :func:`check_citations`
 calls the model (through the run context).
@@ -14,7 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.core.models import Citation
+from app.llm.base import Message
 from app.research import prompts
+from app.research.snippets import focused
 
 if TYPE_CHECKING:
     from app.research.context import RunContext
@@ -213,6 +216,37 @@ def check_schema(n: int) -> dict[str, Any]:
     )
 
 
+CHECK_SOURCE_CHARS = 480  # of each source, cut to its sentences nearest the claims that cite it
+
+
+def check_messages(
+    citations: Sequence[Citation], source_text: Callable[[int], str], prompt_chars: int
+) -> list[Message]:
+    """The citation check's prompt: each cited source once (``S1``, ``S2``, …), cut
+    to its sentences that share most words with the claims citing it, then the
+    numbered claims, each naming its source."""
+    numbers = list(dict.fromkeys(c.number for c in citations))
+    label = {n: f"S{i}" for i, n in enumerate(numbers, start=1)}
+    per_source = max(200, min(CHECK_SOURCE_CHARS, prompt_chars // len(numbers)))
+    docs = []
+    for n in numbers:
+        claims = " ".join(c.sentence for c in citations if c.number == n)
+        docs.append(prompts.fence(label[n], focused(source_text(n), claims, per_source), max_chars=per_source))
+    claims_block = "\n".join(
+        f"Claim {i} (source {label[c.number]}): {prompts.neutralise(c.sentence)}"
+        for i, c in enumerate(citations, start=1)
+    )
+    return [
+        prompts.system(
+            "You check whether each claim is backed by the source it names.",
+            prompts.DATA_RULE,
+            f"Give {len(citations)} verdicts, one per claim in order: supported (the source states it), "
+            "contradicted (the source states the opposite) or unsupported (the source does not state it).",
+        ),
+        prompts.user("\n".join(docs), f"Claims:\n{claims_block}"),
+    ]
+
+
 async def check_citations(
     ctx: RunContext, citations: Sequence[Citation], source_text: Callable[[int], str]
 ) -> list[Citation]:
@@ -225,22 +259,7 @@ async def check_citations(
     if not citations:
         return []
     checked = list(citations[:MAX_CHECKED])
-    per_item = max(200, ctx.prompt_chars // max(1, len(checked)) - 120)
-    blocks = []
-    for i, citation in enumerate(checked, start=1):
-        blocks.append(
-            f"Claim {i}: {prompts.neutralise(citation.sentence)}\n"
-            + prompts.fence(f"source-{i}", source_text(citation.number), max_chars=per_item)
-        )
-    messages = [
-        prompts.system(
-            "You check whether each claim is backed by the source shown under it.",
-            prompts.DATA_RULE,
-            f"Give {len(checked)} verdicts, one per claim in order: supported (the source states it), "
-            "contradicted (the source states the opposite) or unsupported (the source does not state it).",
-        ),
-        prompts.user("\n\n".join(blocks)),
-    ]
+    messages = check_messages(checked, source_text, ctx.prompt_chars)
     value = await ctx.call_structured("report", messages, check_schema(len(checked)), default={"verdicts": []})
     raw = value.get("verdicts", []) if isinstance(value, dict) else []
     verdicts = [v if v in VERDICTS else "" for v in raw] if isinstance(raw, list) else []

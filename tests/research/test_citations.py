@@ -7,6 +7,7 @@ from scripted import MemoryLibrary, ScriptedModel, make_chunk
 from app.core.models import Citation
 from app.research.citations import (
     bind_uncited,
+    check_messages,
     citation_pairs,
     cited_numbers,
     flag_unsupported,
@@ -116,3 +117,26 @@ def test_the_report_writer_sees_every_sub_querys_best_evidence_first() -> None:
     chosen = [n for n, _ in report_sources(ctx, limit=4)]
     assert chosen == [1, 2, b0, c0]  # in evidence order, the later hops' finds included
     assert [n for n, _ in report_sources(ctx, limit=20)] == ctx.evidence.numbers()
+
+
+def test_the_citation_check_shows_each_source_once_cut_to_the_claims() -> None:
+    filler = " ".join(f"Unrelated sentence number {i} about the weather." for i in range(30))
+    sources = {
+        1: f"{filler} Milvus was released by Zilliz in 2019. {filler}",
+        2: "Qdrant is written in Rust.",
+    }
+    citations = [
+        Citation(number=1, sentence="Milvus was released in 2019."),
+        Citation(number=2, sentence="Qdrant is written in Rust."),
+        Citation(number=1, sentence="Zilliz released Milvus."),
+    ]
+    system, user = check_messages(citations, sources.__getitem__, prompt_chars=8000)
+    prompt = user["content"]
+    assert "3 verdicts" in system["content"]
+    # each cited source appears once, though source 1 backs two claims
+    assert prompt.count('<document id="S1"') == 1 and prompt.count('<document id="S2"') == 1
+    assert "Milvus was released by Zilliz in 2019." in prompt
+    assert len(prompt) < len(sources[1]) // 2  # cut to the sentences near its claims, not shown whole
+    assert "Claim 1 (source S1): Milvus was released in 2019." in prompt
+    assert "Claim 2 (source S2): Qdrant is written in Rust." in prompt
+    assert "Claim 3 (source S1): Zilliz released Milvus." in prompt

@@ -187,6 +187,10 @@ async def test_faithful_variant_judges_each_chunk_and_costs_more() -> None:
     assert len(faithful.calls_for("judge_chunk")) == hits > 3
     assert faithful.calls_for("judge") == []
     assert QUESTION not in [p.text for p in of(events, SubQueryPlanned)]
+    # as in DeepSearcher, each per-chunk call lists the round's queries (not the question)
+    first_round = [p.text for p in of(events, SubQueryPlanned) if p.round_no == 1]
+    prompt = faithful.calls_for("judge_chunk")[0].messages[-1]["content"]
+    assert all(f"- {q}" in prompt for q in first_round) and "<question>" not in prompt
 
     deep = ScriptedModel(script(), text=REPORT)
     deep_events = await collect(ResearchEngine(deep, library).run(QUESTION))

@@ -12,10 +12,15 @@ up to 3 new gap queries that are not repeats → repeat until done or a budget
 runs out → write the cited report. The judge, the reflection and the report
 writer see snippets (:mod:`app.research.snippets`), not whole passages.
 
+Neither variant reflects after the last round the budget allows (its gap
+queries could never run), as in DeepSearcher.
+
 ``run_faithful`` is the DeepSearcher-faithful variant used by the benchmark:
-one YES/NO relevance call per chunk with hard deletion, no forced search of
-the original question, no bridge hop, and DeepSearcher's reflection (new
-queries or an empty list; the run stops only when there are none).
+one YES/NO relevance call per chunk with hard deletion (the call lists the
+searched query and the round's queries, not the question), no forced search
+of the original question, no bridge hop, DeepSearcher's reflection (new
+queries or an empty list; the run stops only when there are none) and a
+report that reads every accepted chunk.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ JUDGE_CHARS = 120
 REFLECT_VIEW = SourceView(max_sources=6, chars=120, focus=True)
 REPORT_VIEW = SourceView(max_sources=6, chars=240, focus=True)
 FAITHFUL_CHARS = 2000  # DeepSearcher shows whole chunks to its per-chunk judge and reflection
+# DeepSearcher's summary reads every accepted chunk (here within the same prompt_chars share)
+FAITHFUL_REPORT_VIEW = SourceView(max_sources=1000, chars=FAITHFUL_CHARS)
 
 
 # -- schemas (the title names the task) ----------------------------------------
@@ -252,19 +259,23 @@ async def judge_group(
     return kept
 
 
-async def judge_each_chunk(ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit]) -> list[Hit]:
-    """DeepSearcher-faithful: one YES/NO call per chunk, rejected chunks dropped."""
+async def judge_each_chunk(
+    ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit], round_queries: Sequence[str]
+) -> list[Hit]:
+    """DeepSearcher-faithful: one YES/NO call per chunk, rejected chunks dropped. As
+    in DeepSearcher, the call lists the searched query followed by all of the
+    round's queries (not the original question)."""
+    listed = "\n".join(f"- {prompts.neutralise(q)}" for q in [subquery.text, *round_queries])
 
     async def one(hit: Hit) -> bool:
         messages = [
             prompts.system(
-                "Decide whether the document helps answer the query or the question.",
+                "Decide whether the document helps answer any of the query questions.",
                 prompts.DATA_RULE,
                 "Reply with relevant true or false.",
             ),
             prompts.user(
-                prompts.question_block(ctx.question),
-                f"Search query: {prompts.neutralise(subquery.text)}",
+                f"Query questions:\n{listed}",
                 prompts.fence(1, hit.chunk.text, max_chars=FAITHFUL_CHARS, title=hit.chunk.title),
             ),
         ]
@@ -330,10 +341,15 @@ async def judge_round(
     outcomes: list[Any]
     if grouped:
         outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
-    else:
-        judge_one = judge_each_chunk if faithful else judge
+    elif faithful:
+        round_queries = [sq.text for sq in subqueries]
         outcomes = await asyncio.gather(
-            *(judge_one(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
+            *(judge_each_chunk(ctx, sq, hits, round_queries) for sq, hits in zip(subqueries, fresh_lists, strict=True)),
+            return_exceptions=True,
+        )
+    else:
+        outcomes = await asyncio.gather(
+            *(judge(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
             return_exceptions=True,
         )
     error: BaseException | None = None
@@ -488,6 +504,9 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
                 found = [chunk for _, chunk in ctx.evidence.chunks()[known:]]  # this round's, best first
                 searched += await bridge_hop(ctx, round_node, round_no, found, seen, verdicts)
             ctx.check_budget()
+            # gap queries need a round to run in: with none left, the loop ends here
+            # without a reflection (DeepSearcher does not reflect after its last iteration)
+            ctx.tracker.check_round_left()
             done, gaps = await reflect(ctx, round_node, searched, seen, faithful=faithful)
             if done:
                 ctx.stop("completed")
@@ -505,4 +524,5 @@ async def run_mode(ctx: RunContext) -> Report:
 
 
 async def run_faithful(ctx: RunContext) -> Report:
+    ctx.source_view = FAITHFUL_REPORT_VIEW
     return await _deep(ctx, faithful=True)
