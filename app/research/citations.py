@@ -216,7 +216,7 @@ def check_schema(n: int) -> dict[str, Any]:
     )
 
 
-CHECK_SOURCE_CHARS = 480  # of each source, cut to its sentences nearest the claims that cite it
+CHECK_SOURCE_CHARS = 400  # of each source, cut to its sentences nearest the claims that cite it
 
 
 def check_messages(

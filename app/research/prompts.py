@@ -74,7 +74,7 @@ def fence_many(items: Sequence[tuple[str | int, str, str]], *, max_chars: int, t
     """Fence ``(label, title, text)`` items, sharing ``total_chars`` between them."""
     if not items:
         return "(no documents)"
-    each = max(200, min(max_chars, total_chars // len(items)))
+    each = max(min(200, max_chars), min(max_chars, total_chars // len(items)))
     return "\n".join(fence(label, text, max_chars=each, title=title) for label, title, text in items)
 
 

@@ -169,6 +169,7 @@ class MemoryLibrary:
     chunks: list[Chunk]
     descriptions: dict[str, str] = field(default_factory=dict)
     search_calls: list[tuple[list[str], tuple[str, ...] | None]] = field(default_factory=list)
+    top_ks: list[int] = field(default_factory=list)  # the top_k of each search call
     fail_search: BaseException | None = None
     on_search: Callable[[], Any] | None = None
 
@@ -185,6 +186,7 @@ class MemoryLibrary:
         top_k: int = 10,
     ) -> list[list[Hit]]:
         self.search_calls.append((list(queries), tuple(collections) if collections else None))
+        self.top_ks.append(top_k)
         if self.on_search is not None:
             self.on_search()
         if self.fail_search is not None:

@@ -23,6 +23,7 @@ from app.core.events import (
 from app.core.models import Budget, Scope
 from app.research.engine import ResearchEngine
 from app.research.evidence import EvidenceRegistry
+from app.research.modes.deep import BRIDGE_TOP_K
 from app.research.snippets import SourceView, evidence_excerpts, focused
 
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
@@ -72,6 +73,12 @@ async def test_deep_run_searches_judges_and_writes_a_cited_report() -> None:
     # one judgement call per sub-query (a chunk found by an earlier sub-query is
     # not judged again) and ONE for the whole bridge hop
     assert library.search_calls == [(round_queries, None), (bridges, None)]
+    # a bridge query is narrow: it asks for its top BRIDGE_TOP_K hits only
+    assert library.top_ks == [Budget(max_rounds=3).top_k, BRIDGE_TOP_K]
+    # the reflection lists what was searched, without repeating the question shown above it
+    (reflect_call,) = model.calls_for("reflect")
+    assert reflect_call.prompt.count(QUESTION) == 1
+    assert "- the question itself\n- Milvus vector database features" in reflect_call.prompt
     judge_calls = model.calls_for("judge")
     assert 1 <= len(judge_calls) <= 4
     # the question's own search is judged against the question alone (no repeated query line)
