@@ -344,15 +344,14 @@ async def judge_round(
     outcomes: list[Any]
     if grouped:
         outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
-    elif faithful:
-        round_queries = [sq.text for sq in subqueries]
-        outcomes = await asyncio.gather(
-            *(judge_each_chunk(ctx, sq, hits, round_queries) for sq, hits in zip(subqueries, fresh_lists, strict=True)),
-            return_exceptions=True,
-        )
     else:
+        round_queries = [sq.text for sq in subqueries]
+
+        async def judge_one(sq: SubQuery, fresh: list[Hit]) -> list[Hit]:
+            return await (judge_each_chunk(ctx, sq, fresh, round_queries) if faithful else judge(ctx, sq, fresh))
+
         outcomes = await asyncio.gather(
-            *(judge(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
+            *(judge_one(sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
             return_exceptions=True,
         )
     error: BaseException | None = None
@@ -433,11 +432,10 @@ async def reflect(
         items = evidence_excerpts(ctx.question, ctx.evidence, REFLECT_VIEW)
     docs = prompts.fence_many(items, max_chars=per, total_chars=ctx.prompt_chars)
     asked = normalise_query(ctx.question)
-    others = [q for q in searched if normalise_query(q) != asked]  # the question is shown above
-    done_list = "\n".join(
-        ([] if len(others) == len(searched) else ["- the question itself"])
-        + [f"- {prompts.neutralise(q)}" for q in others]
-    )
+    listed = [f"- {prompts.neutralise(q)}" for q in searched if normalise_query(q) != asked]
+    if len(listed) < len(searched):  # the question is shown above: named, not repeated
+        listed.insert(0, "- the question itself")
+    done_list = "\n".join(listed)
     default: dict[str, Any]
     if faithful:  # DeepSearcher's reflection: new queries, or an empty list when no more research is needed
         task = (
