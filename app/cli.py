@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "collections": "list collections",
     "search": "search a collection",
     "remove": "remove a collection or documents",
+    "repair": "compare the catalog with the search index and fix what differs",
+    "reindex": "embed a collection again with the current embedding model",
     "ask": "research a question and print a cited report",
     "history": "list past research runs",
     "show": "print one past research run",

@@ -44,10 +44,13 @@ def open_library(err: TextIO) -> Library | None:
     if problem:
         print(problem, file=err)
     try:
-        return Library.open(settings, paths)
+        library = Library.open(settings, paths)
     except FathomError as exc:
         print(str(exc), file=err)
         return None
+    if library.recovery:
+        print(f"Finished what an interrupted run left undone: {library.recovery.summary()}.", file=err)
+    return library
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,8 @@
-"""``fathom search QUERY --collection NAME``: ranked chunks with their source files."""
+"""``fathom search QUERY… --collection NAME``: ranked chunks with their source files.
+
+Several queries are embedded and searched in one batch (one library open);
+their results are printed one query after another.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,17 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.core.models import Hit
 
 EXCERPT_CHARS = 320
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", help="what to look for")
+    parser.add_argument("queries", nargs="+", metavar="QUERY", help="what to look for (several: one search each)")
     parser.add_argument(
         "--collection",
         "-c",
@@ -39,33 +48,47 @@ async def _run(args: argparse.Namespace) -> int:
     if library is None:
         return 2
     try:
-        (hits,) = await library.search([args.query], collections=args.collection, mode=args.mode, top_k=args.top_k)
+        results = await library.search(args.queries, collections=args.collection, mode=args.mode, top_k=args.top_k)
     except FathomError as exc:
         print(str(exc), file=sys.stderr)
         return 2
     finally:
         await library.aclose()
     if args.json:
-        out = [
-            {
-                "rank": rank,
-                "score": hit.score,
-                "chunk_id": hit.chunk.chunk_id,
-                "collection": hit.chunk.collection,
-                "path": hit.chunk.path,
-                "title": hit.chunk.title,
-                "page": hit.chunk.page,
-                "headings": list(hit.chunk.headings),
-                "text": hit.chunk.text,
-            }
-            for rank, hit in enumerate(hits, 1)
-        ]
+        listed = [[_hit_json(rank, hit) for rank, hit in enumerate(hits, 1)] for hits in results]
+        out: Any = (
+            listed[0]
+            if len(listed) == 1
+            else [{"query": q, "hits": hits} for q, hits in zip(args.queries, listed, strict=True)]
+        )
         json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
         return 0
+    for query, hits in zip(args.queries, results, strict=True):
+        if len(results) > 1:
+            print(f"## {query}\n")
+        _print_hits(hits, short_path)
+    return 0
+
+
+def _hit_json(rank: int, hit: Hit) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "score": hit.score,
+        "chunk_id": hit.chunk.chunk_id,
+        "collection": hit.chunk.collection,
+        "path": hit.chunk.path,
+        "title": hit.chunk.title,
+        "page": hit.chunk.page,
+        "headings": list(hit.chunk.headings),
+        "text": hit.chunk.text,
+    }
+
+
+def _print_hits(hits: list[Hit], short_path: Callable[[str], str]) -> None:
     if not hits:
         print("No matching chunks.", file=sys.stderr)
-        return 0
+        return
     for rank, hit in enumerate(hits, 1):
         chunk = hit.chunk
         where = short_path(chunk.path)
@@ -78,4 +101,3 @@ async def _run(args: argparse.Namespace) -> int:
         excerpt = text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
         print(f"   {excerpt}")
         print()
-    return 0

@@ -38,10 +38,14 @@ ZERO_USAGE = Usage(calls=0)
 
 
 class DocumentStatus(StrEnum):
-    PENDING = "pending"  # known, not yet (fully) indexed
-    INDEXED = "indexed"
-    FAILED = "failed"
-    SKIPPED = "skipped"
+    """Where a document is in its life; ``app/store/ledger.py`` owns the transitions."""
+
+    PENDING = "pending"  # known, not (fully) indexed: any chunks it has are stale
+    WRITING = "writing"  # its chunk_count chunks are being written to the vector store
+    INDEXED = "indexed"  # all chunk_count chunks are durable in the vector store
+    REMOVING = "removing"  # being removed: its chunks, then its entry, go
+    FAILED = "failed"  # could not be read (error says why); no chunks
+    SKIPPED = "skipped"  # left out on purpose (error says why); no chunks
 
 
 @dataclass(frozen=True)

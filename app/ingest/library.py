@@ -5,9 +5,9 @@ facade. Async methods run blocking work (Milvus Lite, embedding, Docling) in
 executors so the event loop never stalls.
 
 Opening takes the data dir's instance lock (a second Fathom gets
-:class:`~app.core.errors.StoreLocked`) and repairs what a crash left: a
-document still ``pending`` may have some of its chunks in Milvus; they are
-deleted and the document is redone by the next ingest or rescan.
+:class:`~app.core.errors.StoreLocked`) and finishes what a crash left
+half-done (:meth:`app.store.ledger.Ledger.recover`). Every change that touches
+the catalog and the vector store together goes through the ledger.
 """
 
 from __future__ import annotations
@@ -17,21 +17,23 @@ import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.errors import CollectionNotFound, StoreError
 from app.core.events import IngestEvent
+from app.core.ids import doc_id_of_chunk, make_chunk_id
 from app.core.models import Chunk, Collection, Document, DocumentStatus, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.ingest.chunking import chunk_token_limit
 from app.ingest.convert import ConversionPool, ConverterConfig, ExecutorKind
 from app.ingest.embedder import Embedder, make_embedder
-from app.ingest.pipeline import IngestPipeline, doc_id_of_chunk, make_chunk_id
+from app.ingest.pipeline import IngestPipeline, is_under
 from app.ingest.scan import absolute, display_path
 from app.store.catalog import Catalog
+from app.store.consistency import CheckResult, check_library
+from app.store.ledger import Ledger, Recovery
 from app.store.lock import InstanceLock, acquire_instance_lock
 from app.store.vectors import SearchMode, VectorStore, mismatch_message
 
@@ -61,6 +63,8 @@ class Library:
         self.paths = paths
         self.catalog = catalog
         self.store = store
+        self.ledger = Ledger(catalog, store)
+        self.recovery = Recovery()  # what the last open finished after a crash
         self._lock = lock
         self._embedder = embedder
         workers = max(1, settings.ingest.workers)
@@ -82,7 +86,7 @@ class Library:
         converter_kind: ExecutorKind = "process",
     ) -> Library:
         """Open (and lock) the data dir; raises StoreLocked if another Fathom has it.
-        Repairs half-ingested documents left by a crash. ``embedder`` overrides the
+        Finishes what a crash left half-done. ``embedder`` overrides the
         one the settings name (loaded lazily otherwise); ``converter_kind`` "thread"
         converts in threads instead of worker processes (for measurements)."""
         paths.ensure()
@@ -100,55 +104,11 @@ class Library:
             settings, paths, catalog=catalog, store=store, lock=lock, embedder=embedder, converter_kind=converter_kind
         )
         try:
-            library.repair()
+            library.recovery = library.ledger.recover()
         except BaseException:
             library._close_sync()
             raise
         return library
-
-    def repair(self) -> list[Document]:
-        """Undo what a crash left half-done; returns the documents that will be redone.
-
-        A pending document's chunks are deleted from Milvus (it stays pending, so
-        the next ingest or rescan redoes it). After an interrupted ingest run, the
-        collection's chunk count is also checked against the catalog, and any
-        document whose chunks Milvus does not fully hold is marked pending too.
-        """
-        redo: list[Document] = []
-        for doc in self.catalog.pending_documents():
-            if self.store.has_collection(doc.collection):
-                self.store.delete_document(doc.collection, doc.doc_id)
-            redo.append(doc)
-        if redo:
-            self.catalog.save_documents([replace(d, chunk_count=0) for d in redo])
-        interrupted = {run.collection for run in self.catalog.runs(limit=50) if run.status == "running"}
-        self.catalog.mark_interrupted_runs()
-        for name in sorted(interrupted):
-            redo.extend(self._check_counts(name))
-        if redo:
-            _log.info("repaired %d half-ingested documents", len(redo))
-        return redo
-
-    def _check_counts(self, name: str) -> list[Document]:
-        if self.catalog.collection(name) is None or not self.store.has_collection(name):
-            return []
-        indexed = self.catalog.documents(name, [DocumentStatus.INDEXED])
-        expected = sum(d.chunk_count for d in indexed)
-        if self.store.count(name) == expected:
-            return []
-        in_store = self.store.doc_ids(name)
-        for doc_id in in_store - {d.doc_id for d in indexed}:
-            self.store.delete_document(name, doc_id)  # chunks of a document not (or no longer) indexed
-        suspects = []
-        for doc in indexed:
-            if doc.doc_id not in in_store or len(self.store.document_chunk_ids(name, doc.doc_id)) != doc.chunk_count:
-                suspects.append(doc)
-        for doc in suspects:
-            self.store.delete_document(name, doc.doc_id)
-        self.catalog.save_documents(
-            [replace(d, status=DocumentStatus.PENDING, chunk_count=0, content_hash="") for d in suspects]
-        )
-        return suspects
 
     async def aclose(self) -> None:
         if self._closed:
@@ -225,14 +185,7 @@ class Library:
         existing = await self._run(self.catalog.collection, name)
         if existing is not None:
             self._check_model(existing, embedder)
-            if description and description != existing.description:
-                await self._write(self.catalog.set_description, name, description)
-            if not existing.embedding_model:
-                await self._write(self.catalog.set_embedding, name, model, dimension)
-        else:
-            await self._write(self.catalog.create_collection, name, description, model, dimension)
-        await self._write(self.store.ensure_collection, name, dimension, model)
-        return await self._run(self.catalog.require_collection, name)
+        return await self._write(self.ledger.create_collection, name, description, model, dimension)
 
     async def set_description(self, name: str, description: str) -> None:
         await self._write(self.catalog.set_description, name, description.strip())
@@ -241,12 +194,7 @@ class Library:
         await self._run(self.catalog.require_collection, name)
         if name in self._ingesting:
             raise StoreError(f"Collection '{name}' is being ingested; stop the ingest first.")
-
-        def remove() -> None:
-            self.store.drop_collection(name)
-            self.catalog.delete_collection(name)
-
-        await self._write(remove)
+        await self._write(self.ledger.remove_collection, name)
 
     async def documents(self, collection: str) -> list[Document]:
         await self._run(self.catalog.require_collection, collection)
@@ -259,20 +207,54 @@ class Library:
         doc = await self._run(self.catalog.document, doc_id)
         if doc is None or doc.collection != collection:
             raise CollectionNotFound(f"Collection '{collection}' has no document with id {doc_id}.")
+        if collection in self._ingesting:
+            raise StoreError(f"Collection '{collection}' is being ingested; stop the ingest first.")
+        await self._write(lambda: self.ledger.remove_document(doc, forget_root=True))
 
-        def remove() -> None:
-            self.catalog.save_documents([replace(doc, status=DocumentStatus.PENDING)])
-            if self.store.has_collection(collection):
-                self.store.delete_document(collection, doc_id)
-            self.catalog.delete_documents([doc_id])
-            self.catalog.remove_root(collection, doc.path)
+    async def reindex(self, collection: str) -> AsyncGenerator[IngestEvent, None]:
+        """Embed every document of ``collection`` again with the embedding model the
+        settings name now (after the model changed): the index is emptied, then the
+        collection's folders and files are re-scanned. Interrupted, the next re-scan
+        or re-index goes on where it stopped."""
+        existing = await self._run(self.catalog.require_collection, collection)
+        if collection in self._ingesting:
+            raise StoreError(f"Collection '{collection}' is being ingested; stop the ingest first.")
+        embedder = await self._run(self.embedder)
+        dimension = await self._run(lambda: embedder.dimension)
+        await self._write(self.ledger.reset_collection, existing.name, embedder.model_name, dimension)
+        async with aclosing(self._rescan(existing.name)) as events:
+            async for event in events:
+                yield event
 
-        await self._write(remove)
+    # -- consistency ------------------------------------------------------------------
+
+    async def check(self, collections: Sequence[str] | None = None) -> CheckResult:
+        """Compare the catalog with the vector store, document by document (no changes)."""
+        return await self._write(check_library, self.catalog, self.store, collections)
+
+    async def repair(self, on_event: Callable[[IngestEvent], None] | None = None) -> tuple[CheckResult, CheckResult]:
+        """Find drift between catalog and vector store and fix it: orphan chunks and
+        stray collections are deleted, documents with missing chunks are converted and
+        embedded again (their ingest events go to ``on_event``). Returns the check
+        before and the check after."""
+        busy = sorted(self._ingesting)
+        if busy:
+            raise StoreError(f"Collection '{busy[0]}' is being ingested; repair when it has finished.")
+        before = await self.check()
+        if before.consistent:
+            return before, before
+        redo = await self._write(lambda: self.ledger.fix(before.drift, drop_orphan_collections=self.store.is_lite))
+        for name in sorted({d.collection for d in redo}):
+            files = [Path(d.path) for d in redo if d.collection == name]
+            await self.create_collection(name)
+            async with aclosing(self._pipeline_run(name, files)) as events:
+                async for event in events:
+                    if on_event is not None:
+                        on_event(event)
+        return before, await self.check()
 
     async def find_documents(self, collection: str, path: Path) -> list[Document]:
         """Documents at ``path`` (a file) or under it (a folder)."""
-        from app.ingest.pipeline import is_under
-
         target = display_path(absolute(path))
         docs = await self.documents(collection)
         return [d for d in docs if is_under(d.path, target)]
@@ -314,8 +296,7 @@ class Library:
             # done in a thread so the window never stalls on them.
             converters = await asyncio.to_thread(self._converter_pool)
             pipeline = IngestPipeline(
-                catalog=self.catalog,
-                store=self.store,
+                ledger=self.ledger,
                 embedder=self.embedder(),
                 converters=converters,
                 embed_executor=self._embed_executor,

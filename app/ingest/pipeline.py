@@ -11,11 +11,11 @@ Stages and where they run:
 
 The event loop only moves small objects between stages, so it stays free.
 
-Consistency rule: a document is saved ``pending`` before any of its chunks are
-written to Milvus and ``indexed`` (with its chunk count) only after all are;
-a document in any other state has no chunks. Chunk ids are ``doc_id:nnnnn``
-and ``doc_id`` is a hash of collection and path, so redoing a document after a
-crash writes exactly the chunks an uninterrupted run would have.
+Every write that touches the catalog and Milvus together is a transition of
+:class:`~app.store.ledger.Ledger` (a document is ``writing`` while its chunks
+go to Milvus, flushed before it is ``indexed``), so a crash at any point is
+finished by the next start. Chunk ids (``app/core/ids.py``) are stable, so
+redoing a document writes exactly the chunks an uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ from app.core.events import (
     IngestProgress,
     IngestStarted,
 )
+from app.core.ids import make_chunk_id, make_doc_id
 from app.core.models import Chunk, Document, DocumentStatus
 from app.ingest.convert import ConversionPool, ConvertedDocument
 from app.ingest.embedder import Embedder
 from app.ingest.scan import ScannedFile, ScanResult, absolute, display_path, scan
-from app.store.catalog import Catalog
-from app.store.vectors import VectorStore
+from app.store.ledger import DocumentWrite, Ledger
 
 T = TypeVar("T")
 
@@ -54,20 +54,6 @@ EMBED_BATCH = 64  # chunks per embed call (the embedder sorts them by length ins
 PROGRESS_INTERVAL_S = 0.25  # at most this often an IngestProgress
 HASH_BLOCK = 1 << 20
 EMPTY_FILE = "The file is empty; there is nothing to index."
-
-
-def make_doc_id(collection: str, path: str) -> str:
-    """Stable id of a file in a collection: the same on every run."""
-    digest = hashlib.sha256(f"{collection}\x00{path}".encode("utf-8", "surrogateescape")).hexdigest()
-    return digest[:24]
-
-
-def make_chunk_id(doc_id: str, chunk_no: int) -> str:
-    return f"{doc_id}:{chunk_no:05d}"
-
-
-def doc_id_of_chunk(chunk_id: str) -> str:
-    return chunk_id.split(":", 1)[0]
 
 
 def file_hash(path: Path) -> str:
@@ -117,8 +103,7 @@ class IngestPipeline:
     def __init__(
         self,
         *,
-        catalog: Catalog,
-        store: VectorStore,
+        ledger: Ledger,
         embedder: Embedder,
         converters: ConversionPool,
         embed_executor: Executor,
@@ -126,8 +111,8 @@ class IngestPipeline:
         embed_workers: int,
         max_file_mb: float,
     ) -> None:
-        self.catalog = catalog
-        self.store = store
+        self.ledger = ledger
+        self.catalog = ledger.catalog  # reads and ingest-run bookkeeping
         self.embedder = embedder
         self.converters = converters
         self.embed_executor = embed_executor
@@ -336,7 +321,7 @@ class _Run:
                 self.claimed_hashes.setdefault(content_hash, path)
                 if previous.size != scanned_file.size or previous.mtime != scanned_file.mtime:
                     updated = replace(previous, size=scanned_file.size, mtime=scanned_file.mtime)
-                    await self._store(self.p.catalog.save_documents, [updated])
+                    await self._store(self.p.ledger.refresh, updated)
                 self._done(path, "unchanged", previous.chunk_count)
                 continue
             original = await asyncio.to_thread(self._duplicate_of, content_hash, path, known)
@@ -462,29 +447,18 @@ class _Run:
             self._done(job.path, "indexed", n)
 
     def _write_blocking(self, batch: list[_Job]) -> None:
-        catalog, store, name = self.p.catalog, self.p.store, self.collection
-        pending = [self._document(job, DocumentStatus.PENDING) for job in batch]
-        catalog.save_documents(pending)  # before any chunk reaches Milvus
-        for job in batch:
-            if _may_have_chunks(job.previous):
-                store.delete_document(name, job.doc_id)
-        chunks: list[Chunk] = []
-        vectors: list[np.ndarray] = []
+        writes = []
         for job in batch:
             assert job.converted is not None and job.vectors is not None
-            chunks.extend(self._chunks(job))
-            vectors.append(job.vectors)
-        if chunks:
-            store.insert(name, chunks, np.concatenate(vectors))
-        catalog.save_documents(
-            [
-                replace(
-                    self._document(job, DocumentStatus.INDEXED),
-                    chunk_count=len(job.converted.pieces) if job.converted else 0,
+            writes.append(
+                DocumentWrite(
+                    document=self._document(job, DocumentStatus.INDEXED),
+                    previous=job.previous,
+                    chunks=self._chunks(job),
+                    vectors=job.vectors,
                 )
-                for job in batch
-            ]
-        )
+            )
+        self.p.ledger.index(self.collection, writes)
 
     def _chunks(self, job: _Job) -> list[Chunk]:
         assert job.converted is not None
@@ -562,26 +536,13 @@ class _Run:
         self._done(path, "skipped", reason=reason)
 
     def _settle_without_chunks(self, doc: Document, previous: Document | None) -> None:
-        if _may_have_chunks(previous):
-            assert previous is not None
-            # pending first: if we die between the two steps, the next start cleans up
-            self.p.catalog.save_documents([replace(previous, status=DocumentStatus.PENDING)])
-            self.p.store.delete_document(self.collection, previous.doc_id)
-        self.p.catalog.save_documents([doc])
+        self.p.ledger.settle(self.collection, doc, previous)
 
     async def _remove(self, doc: Document) -> None:
-        await self._store(self._remove_blocking, doc)
+        # the file left the disk; its ingest root (when it is this file) stays, so the
+        # folder or file comes back if it reappears
+        await self._store(lambda: self.p.ledger.remove_document(doc, forget_root=False))
         self._done(doc.path, "removed", reason="The file is no longer on disk.")
-
-    def _remove_blocking(self, doc: Document) -> None:
-        if _may_have_chunks(doc):
-            self.p.catalog.save_documents([replace(doc, status=DocumentStatus.PENDING)])
-            self.p.store.delete_document(self.collection, doc.doc_id)
-        self.p.catalog.delete_documents([doc.doc_id])
-
-
-def _may_have_chunks(doc: Document | None) -> bool:
-    return doc is not None and (doc.chunk_count > 0 or doc.status is DocumentStatus.PENDING)
 
 
 def _read_error(exc: OSError) -> str:

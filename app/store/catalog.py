@@ -6,9 +6,10 @@ are ``collections``, ``documents``, ``ingest_roots`` and ``ingest_runs``.
 
 One connection guarded by a lock, so any thread may call any method.
 
-Crash consistency rests on one rule kept by the ingest pipeline: a document is
-``pending`` from before its chunks go to Milvus until after they are all
-there; so on start, a pending document's chunks may be partial and are redone.
+The catalog only stores state; the order in which a document's state and its
+chunks in Milvus change together (what makes a crash recoverable) is kept by
+``app/store/ledger.py``, the only writer of document rows and collection
+removals.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ _COLLECTIONS = "collections"
 _DOCUMENTS = "documents"
 _ROOTS = "ingest_roots"
 _RUNS = "ingest_runs"
+
+ACTIVE = "active"  # a collection in use
+REMOVING = "removing"  # a collection being removed: hidden, and its removal is finished at the next start
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ class Catalog:
                 defaults={"description": "", "embedding_model": "", "dimension": 0},
                 if_not_exists=True,
             )
+            if "state" not in db.table(_COLLECTIONS).columns_dict:  # catalogs written before removal was marked
+                db.table(_COLLECTIONS).add_column("state", str, not_null_default=ACTIVE)
             db.table(_DOCUMENTS).create(
                 {
                     "doc_id": str,
@@ -148,8 +154,9 @@ class Catalog:
     # -- collections ------------------------------------------------------------
 
     def collection(self, name: str) -> Collection | None:
+        """The collection named ``name``; None if there is none (or it is being removed)."""
         with self._lock:
-            rows = list(self.db.query(f"select * from {_COLLECTIONS} where name = ?", [name]))
+            rows = list(self.db.query(f"select * from {_COLLECTIONS} where name = ? and state = ?", [name, ACTIVE]))
             if not rows:
                 return None
             return self._collection_from_row(rows[0])
@@ -165,8 +172,24 @@ class Catalog:
         with self._lock:
             return [
                 self._collection_from_row(row)
-                for row in self.db.query(f"select * from {_COLLECTIONS} order by name collate nocase")
+                for row in self.db.query(
+                    f"select * from {_COLLECTIONS} where state = ? order by name collate nocase", [ACTIVE]
+                )
             ]
+
+    def removing_collections(self) -> list[str]:
+        """Collections marked for removal whose removal has not finished."""
+        with self._lock:
+            return [
+                row["name"]
+                for row in self.db.query(f"select name from {_COLLECTIONS} where state = ? order by name", [REMOVING])
+            ]
+
+    def mark_collection_removing(self, name: str) -> None:
+        with self.transaction():
+            self._conn.execute(
+                f"update {_COLLECTIONS} set state = ?, updated = ? where name = ?", [REMOVING, time.time(), name]
+            )
 
     def _collection_from_row(self, row: dict[str, Any]) -> Collection:
         counts = next(
@@ -200,6 +223,7 @@ class Catalog:
                     "dimension": dimension,
                     "created": now,
                     "updated": now,
+                    "state": ACTIVE,
                 },
                 ignore=True,
             )
@@ -215,6 +239,28 @@ class Catalog:
         with self.transaction():
             self.db.table(_COLLECTIONS).update(
                 name, {"embedding_model": embedding_model, "dimension": dimension, "updated": time.time()}
+            )
+
+    def reset_collection(self, name: str, embedding_model: str, dimension: int) -> None:
+        """For a re-index: every document with chunks becomes pending (chunk count 0) and the
+        collection records its new embedding model, in one transaction."""
+        self.require_collection(name)
+        now = time.time()
+        with self.transaction():
+            self._conn.execute(
+                f"update {_DOCUMENTS} set status = ?, chunk_count = 0, updated = ? "
+                "where collection = ? and status in (?, ?, ?)",
+                [
+                    DocumentStatus.PENDING.value,
+                    now,
+                    name,
+                    DocumentStatus.INDEXED.value,
+                    DocumentStatus.WRITING.value,
+                    DocumentStatus.PENDING.value,
+                ],
+            )
+            self.db.table(_COLLECTIONS).update(
+                name, {"embedding_model": embedding_model, "dimension": dimension, "updated": now}
             )
 
     def delete_collection(self, name: str) -> None:
@@ -252,13 +298,16 @@ class Catalog:
                     found[row["doc_id"]] = _document_from_row(row)
         return found
 
-    def pending_documents(self) -> list[Document]:
+    def documents_with_status(self, *statuses: DocumentStatus) -> list[Document]:
+        """Documents of every collection in one of these states."""
+        wanted = [s.value for s in statuses]
         with self._lock:
             return [
                 _document_from_row(row)
                 for row in self.db.query(
-                    f"select * from {_DOCUMENTS} where status = ? order by collection, path",
-                    [DocumentStatus.PENDING.value],
+                    f"select * from {_DOCUMENTS} where status in ({', '.join('?' for _ in wanted)}) "
+                    "order by collection, path",
+                    wanted,
                 )
             ]
 
@@ -270,10 +319,13 @@ class Catalog:
         with self.transaction():
             self.db.table(_DOCUMENTS).upsert_all([_document_to_row(d, now) for d in documents], pk="doc_id")
 
-    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+    def delete_documents(self, doc_ids: Sequence[str], *, roots: Sequence[tuple[str, str]] = ()) -> None:
+        """Delete these documents and these ``(collection, path)`` ingest roots, in one transaction."""
         with self.transaction():
             for doc_id in doc_ids:
                 self._conn.execute(f"delete from {_DOCUMENTS} where doc_id = ?", [doc_id])
+            for collection, path in roots:
+                self._conn.execute(f"delete from {_ROOTS} where collection = ? and path = ?", [collection, path])
 
     # -- ingest roots (what a re-scan walks again) --------------------------------
 
@@ -291,10 +343,6 @@ class Catalog:
                 for row in self.db.query(f"select path from {_ROOTS} where collection = ? order by path", [collection])
             ]
 
-    def remove_root(self, collection: str, path: str) -> None:
-        with self.transaction():
-            self._conn.execute(f"delete from {_ROOTS} where collection = ? and path = ?", [collection, path])
-
     # -- ingest runs --------------------------------------------------------------
 
     def start_run(self, collection: str) -> int:
@@ -306,6 +354,17 @@ class Catalog:
     def finish_run(self, run_id: int, status: str, **counts: int) -> None:
         with self.transaction():
             self.db.table(_RUNS).update(run_id, {"finished": time.time(), "status": status, **counts})
+
+    def interrupted_collections(self) -> set[str]:
+        """Collections whose ingest was still 'running' (cut short by a crash or a kill);
+        those runs are marked 'interrupted'."""
+        with self._lock:
+            names = {
+                row["collection"]
+                for row in self.db.query(f"select distinct collection from {_RUNS} where status = 'running'")
+            }
+        self.mark_interrupted_runs()
+        return names
 
     def mark_interrupted_runs(self) -> int:
         """Runs still 'running' at start were cut short by a crash or a kill."""

@@ -101,7 +101,7 @@ def mismatch_message(name: str, built_model: str, built_dim: int, model: str, di
     return EmbeddingMismatch(
         f"Collection '{name}' was built with {built_model} ({built_dim} dims); "
         f"the current embedding model is {current}. "
-        f"Re-index it: fathom remove --collection {shown}, then ingest again "
+        f"Re-index it (Re-index in the library's menu, or `fathom reindex --collection {shown}`) "
         "— or switch the embedding model back in Settings."
     )
 
@@ -412,6 +412,17 @@ class VectorStore:
             self._client.delete(mname, filter=f"doc_id == {_literal(doc_id)}", timeout=self._timeout)
             self._unflushed.add(mname)
 
+    def delete_chunks(self, name: str, chunk_ids: Sequence[str]) -> None:
+        """Delete these chunk ids (ids not present are ignored)."""
+        mname = milvus_name(name)
+        with self._write_lock:
+            if not chunk_ids or not self._client.has_collection(mname):
+                return
+            for start in range(0, len(chunk_ids), 1000):
+                part = list(chunk_ids[start : start + 1000])
+                self._client.delete(mname, ids=part, timeout=self._timeout)
+            self._unflushed.add(mname)
+
     def flush(self, name: str | None = None) -> None:
         """Seal what was written into indexed segments (one collection, or all).
 
@@ -433,6 +444,15 @@ class VectorStore:
         mname = self._require(name)
         self._ensure_loaded(mname)
         return [str(row["chunk_id"]) for row in self._query_all(mname, f"doc_id == {_literal(doc_id)}")]
+
+    def chunk_ids_by_document(self, name: str) -> dict[str, set[str]]:
+        """Every chunk id in the collection, grouped by document id (for consistency checks)."""
+        mname = self._require(name)
+        self._ensure_loaded(mname)
+        found: dict[str, set[str]] = {}
+        for row in self._query_all(mname, 'doc_id != ""', ["chunk_id", "doc_id"]):
+            found.setdefault(str(row["doc_id"]), set()).add(str(row["chunk_id"]))
+        return found
 
     def doc_ids(self, name: str) -> set[str]:
         """Every document id with at least one chunk (used to repair after a crash)."""

@@ -33,7 +33,7 @@ def test_collections_count_only_indexed_documents(tmp_path: Path) -> None:
         384,
     )
     assert (collection.documents, collection.chunks) == (2, 8)
-    assert [d.doc_id for d in catalog.pending_documents()] == ["d4"]
+    assert [d.doc_id for d in catalog.documents_with_status(DocumentStatus.PENDING)] == ["d4"]
     catalog.close()
     # the file is in WAL mode and survives a reopen
     reopened = Catalog(tmp_path / "catalog.sqlite")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from ingest_files import copy_subset, paths_in
 
+from app.core.ids import make_chunk_id
 from app.core.settings import Settings
 from app.ingest.library import Library
-from app.ingest.pipeline import make_chunk_id
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = (

@@ -224,7 +224,7 @@ async def test_an_embedding_model_mismatch_is_refused(tmp_path: Path, embedder: 
         message = str(caught.value)
         assert "was built with all-MiniLM-L6-v2-onnx-int8" in message
         assert "some-other-embedding-model" in message
-        assert "fathom remove --collection notes" in message
+        assert "fathom reindex --collection notes" in message
         with pytest.raises(EmbeddingMismatch):
             await other.search(["lighthouse"], collections=["notes"], mode="dense")
         (hits,) = await other.search(["lighthouses"], collections=["notes"], mode="bm25")

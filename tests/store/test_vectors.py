@@ -161,7 +161,7 @@ def test_another_embedding_model_is_refused_with_a_way_out(tmp_path: Path) -> No
     assert str(caught.value) == (
         "Collection 'Team notes' was built with all-MiniLM-L6-v2-onnx-int8 (384 dims); "
         "the current embedding model is ollama:nomic-embed-text (768 dims). "
-        "Re-index it: fathom remove --collection 'Team notes', then ingest again "
+        "Re-index it (Re-index in the library's menu, or `fathom reindex --collection 'Team notes'`) "
         "— or switch the embedding model back in Settings."
     )
 

@@ -1,0 +1,58 @@
+"""``fathom reindex --collection NAME``: embed a collection again with the current embedding model.
+
+A collection remembers the embedding model it was built with; after the model
+changes in Settings, searching it is refused until it is re-indexed. This
+empties its search index and converts and embeds its folders and files again.
+Interrupted, run it again (or `fathom ingest` the same folders) to go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--collection", "-c", required=True, metavar="NAME", help="the collection to re-index")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        print("\nStopped. Run the same command again to continue.", file=sys.stderr)
+        return 130
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from app.commands.ingest import Display, open_library, summary
+    from app.core.errors import FathomError
+    from app.core.events import FileDone, IngestFinished
+
+    err = sys.stderr
+    library = open_library(err)
+    if library is None:
+        return 2
+    display = Display(err, quiet=args.quiet)
+    finished: IngestFinished | None = None
+    done: list[FileDone] = []
+    try:
+        async for event in library.reindex(args.collection):
+            display.show(event)
+            if isinstance(event, FileDone):
+                done.append(event)
+            elif isinstance(event, IngestFinished):
+                finished = event
+    except FathomError as exc:
+        display.clear()
+        print(str(exc), file=err)
+        return 2
+    finally:
+        display.clear()
+        await library.aclose()
+    if finished is None:
+        return 1
+    print(summary(args.collection, finished, done), file=err)
+    return 0 if finished.indexed + finished.unchanged > 0 else 1
