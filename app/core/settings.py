@@ -59,7 +59,8 @@ class ModelSettings:
 @dataclass(frozen=True)
 class EmbeddingSettings:
     backend: str = "onnx"  # onnx (bundled all-MiniLM-L6-v2) | ollama | openai
-    model: str = "all-MiniLM-L6-v2"
+    model: str = "all-MiniLM-L6-v2"  # for ollama/openai: the server's embedding model (e.g. nomic-embed-text)
+    base_url: str = ""  # ollama/openai server; empty: model.ollama.host or model.openai.base_url
     batch_size: int = 32
 
 

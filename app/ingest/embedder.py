@@ -302,7 +302,14 @@ class ModelEmbedder:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
             batch = list(texts[start : start + self._batch_size])
-            result = self._call(self._model.embed(batch)).vectors
+            try:
+                result = self._call(self._model.embed(batch)).vectors
+            except ModelError as exc:
+                raise type(exc)(
+                    f"The embedding model {self._name} could not embed text: {exc.message}",
+                    exc.hint.replace("choose another back end", "choose another embedding back end")
+                    or "Check the embedding settings (back end, model, server address).",
+                ) from exc
             if len(result) != len(batch):
                 raise ModelError(
                     f"The embedding model {self._name} returned {len(result)} vectors for {len(batch)} texts."
@@ -347,17 +354,16 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def make_embedder(settings: Settings, model: ChatModel | None = None) -> Embedder:
-    """The embedder the settings ask for. For ``ollama``/``openai`` pass ``model``:
-    a back end configured for settings.embedding.model."""
+    """The embedder the settings ask for. For ``ollama``/``openai`` the connection to the
+    embedding server is made from the settings unless ``model`` is given."""
     backend = settings.embedding.backend
     if backend == "onnx":
         return OnnxMiniLMEmbedder(batch_size=settings.embedding.batch_size)
     if backend in ("ollama", "openai"):
         if model is None:
-            raise ModelUnavailable(
-                f"The embedding back end '{backend}' needs a model connection.",
-                "Check the embedding settings (back end, model, server address).",
-            )
+            from app.llm.factory import make_embedding_client
+
+            model = make_embedding_client(settings)
         return ModelEmbedder(
             model, name=f"{backend}:{settings.embedding.model}", batch_size=settings.embedding.batch_size
         )

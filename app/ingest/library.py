@@ -67,6 +67,7 @@ class Library:
         self.recovery = Recovery()  # what the last open finished after a crash
         self._lock = lock
         self._embedder = embedder
+        self._owns_embedder = embedder is None  # made here from the settings: closed here too
         workers = max(1, settings.ingest.workers)
         self._workers = workers
         self._embed_executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fathom-embed")
@@ -123,7 +124,10 @@ class Library:
             self._converters.shutdown()
         self._embed_executor.shutdown(wait=True, cancel_futures=True)
         self._store_executor.shutdown(wait=True, cancel_futures=True)
+        close_embedder = getattr(self._embedder, "close", None) if self._owns_embedder else None
         try:
+            if close_embedder is not None:
+                close_embedder()  # a remote embedder's connection and its loop thread
             self.store.close()
         finally:
             self.catalog.close()

@@ -233,6 +233,39 @@ def _blocking_ollama_probe(host: str) -> list[str]:
         return []
 
 
+def make_embedding_client(settings: Settings) -> ChatModel:
+    """A connection to the embedding model of ``settings.embedding`` (back end ``ollama``
+    or ``openai``): its server is ``embedding.base_url``, or else the chat back end's."""
+    embedding = settings.embedding
+    if not embedding.model:
+        raise ModelUnavailable(
+            f"The {embedding.backend} embedding back end is chosen but no embedding model is set.",
+            "Enter the embedding model's name in Settings (embedding.model, e.g. nomic-embed-text).",
+        )
+    if embedding.backend == "ollama":
+        from app.llm.ollama_backend import OllamaModel
+
+        host = embedding.base_url or settings.model.ollama.host
+        return OllamaModel(embedding.model, host=host, think=False, timeout_s=settings.model.timeout_s)
+    if embedding.backend == "openai":
+        from app.llm.keys import get_api_key
+        from app.llm.openai_backend import OpenAICompatibleModel
+
+        base_url = embedding.base_url or settings.model.openai.base_url
+        if not base_url:
+            raise ModelUnavailable(
+                "The OpenAI-compatible embedding back end is chosen but no address is set.",
+                "Enter the endpoint's address in Settings (embedding.base_url, e.g. http://127.0.0.1:8080/v1).",
+            )
+        return OpenAICompatibleModel(
+            base_url, embedding.model, api_key=get_api_key(base_url), timeout_s=settings.model.timeout_s
+        )
+    raise ModelUnavailable(
+        f"Unknown embedding back end '{embedding.backend}'.",
+        "Set embedding.backend to onnx (built in), ollama or openai in Settings.",
+    )
+
+
 def starter_notice(model: ChatModel) -> str | None:
     """The plain warning to show when ``model`` is the tiny starter model, else None."""
     from app.llm.llamacpp import LlamaCppModel

@@ -319,9 +319,7 @@ class OpenAICompatibleModel:
         response = await self._call(lambda: self._client.embeddings.create(model=model, input=list(texts)))
         usage = Usage(prompt_tokens=response.usage.prompt_tokens if response.usage else 0, model=model)
         ordered = sorted(response.data, key=lambda item: item.index)
-        return EmbedResult(
-            vectors=[list(map(float, d.embedding)) for d in ordered], usage=_with_latency(usage, started)
-        )
+        return EmbedResult(vectors=[_one_vector(d.embedding) for d in ordered], usage=_with_latency(usage, started))
 
     async def list_models(self) -> list[str]:
         async def fetch() -> list[str]:
@@ -332,6 +330,16 @@ class OpenAICompatibleModel:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _one_vector(embedding: Any) -> list[float]:
+    """One text's vector. A server started without pooling (``python -m llama_cpp.server
+    --embedding true``) sends one vector per token: they are averaged, as llama.cpp's
+    mean pooling would."""
+    if embedding and isinstance(embedding[0], list):
+        width = len(embedding[0])
+        return [sum(float(token[i]) for token in embedding) / len(embedding) for i in range(width)]
+    return [float(x) for x in embedding]
 
 
 def _rejected_format(exc: ModelError) -> bool:
