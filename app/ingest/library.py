@@ -142,6 +142,32 @@ class Library:
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._store_executor, fn, *args)
 
+    async def use_settings(self, settings: Settings) -> None:
+        """Take new settings; a changed embedding model is used from the next ingest or
+        search on (collections built with the old one then ask for a re-index)."""
+        if self._ingesting:
+            raise StoreError("Settings cannot change while documents are being indexed.", "Stop the indexing first.")
+        if settings.embedding == self.settings.embedding:
+            self.settings = settings
+            return
+        await self._run(self._drop_embedder)
+        self.settings = settings
+
+    def _drop_embedder(self) -> None:
+        old, owned = self._embedder, self._owns_embedder
+        self._embedder, self._owns_embedder = None, True
+        if self._converters is not None:  # they chunk with the old model's tokenizer
+            self._converters.shutdown()
+            self._converters = None
+        close = getattr(old, "close", None) if owned else None
+        if close is not None:
+            close()
+
+    async def collections_needing_reindex(self) -> list[Collection]:
+        """Collections built with another embedding model than the one in use."""
+        current = (await self._run(self.embedder)).model_name
+        return [c for c in await self.collections() if c.embedding_model and c.embedding_model != current]
+
     def embedder(self) -> Embedder:
         """The embedder in use (created on first call; loading the model is lazy too)."""
         if self._embedder is None:

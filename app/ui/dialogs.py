@@ -46,3 +46,17 @@ def show_error(parent: QWidget | None, title: str, text: str) -> QMessageBox:
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     box.open()
     return box
+
+
+def show_message(parent: QWidget | None, title: str, text: str, informative: str = "") -> QMessageBox:
+    """A non-modal information box (returns at once)."""
+    box = QMessageBox(parent)
+    box.setObjectName("messageBox")
+    box.setIcon(QMessageBox.Icon.Information)
+    box.setWindowTitle(title)
+    box.setText(text)
+    if informative:
+        box.setInformativeText(informative)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QProgressBar,
     QPushButton,
     QTreeWidget,
@@ -33,16 +35,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import FathomError
+from app.core.errors import EmbeddingMismatch, FathomError
 from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.core.models import Collection, Document, DocumentStatus
-from app.ui.dialogs import ask_yes_no
+from app.ui.dialogs import ask_yes_no, show_message
 from app.ui.drop_zone import DropZone
 from app.ui.formatting import count, duration, short_path
 from app.ui.tasks import TaskKeeper
 
 if TYPE_CHECKING:
     from app.ingest.library import Library
+    from app.store.consistency import CheckResult
 
 NEW_COLLECTION = "(new collection named after the folder)"
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -50,6 +53,7 @@ NAME_ROLE = Qt.ItemDataRole.UserRole + 2
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3
 MAX_FILE_ROWS = 400
 _COLUMNS = ("Collection / document", "Documents", "Chunks", "Description")
+SHOWN_DRIFT = 12  # problems listed in the repair report; the rest are counted
 
 
 def collection_name_for(paths: Sequence[Path]) -> str:
@@ -80,6 +84,7 @@ class LibraryPanel(QWidget):
         self.collections: list[Collection] = []
         self.last_finished: IngestFinished | None = None
         self.last_progress: IngestProgress | None = None
+        self.last_repair: tuple[CheckResult, CheckResult] | None = None
         self._build()
         self._update_enabled()
 
@@ -124,6 +129,21 @@ class LibraryPanel(QWidget):
         self.remove_button = QPushButton("Remove…")
         self.remove_button.setToolTip("Remove the selected document or collection from the library")
         self.remove_button.clicked.connect(self._on_remove)
+        self.repair_button = QPushButton("Repair…")
+        self.repair_button.setObjectName("repairButton")
+        self.repair_button.setToolTip(
+            "Compare the library with its search index, document by document, and fix what differs"
+        )
+        self.repair_button.clicked.connect(self.repair)
+        self.reindex_action = QAction("Re-index with the current embedding model", self)
+        self.reindex_action.setToolTip("Embed every document of the collection again (after the model changed)")
+        self.reindex_action.triggered.connect(self._on_reindex)
+        self.rescan_action = QAction("Re-scan", self)
+        self.rescan_action.triggered.connect(self._on_rescan)
+        self.remove_action = QAction("Remove…", self)
+        self.remove_action.triggered.connect(self._on_remove)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._context_menu)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop indexing; it resumes where it stopped next time")
         self.stop_button.clicked.connect(self.stop_ingest)
@@ -150,7 +170,13 @@ class LibraryPanel(QWidget):
         target_row.addWidget(QLabel("Add to:"))
         target_row.addWidget(self.target, 1)
         buttons = QHBoxLayout()
-        for button in (self.add_button, self.add_files_button, self.rescan_button, self.remove_button):
+        for button in (
+            self.add_button,
+            self.add_files_button,
+            self.rescan_button,
+            self.remove_button,
+            self.repair_button,
+        ):
             buttons.addWidget(button)
         progress_row = QHBoxLayout()
         progress_row.addWidget(self.progress, 1)
@@ -178,6 +204,8 @@ class LibraryPanel(QWidget):
         else:
             self.state_label.setText("")
             self.state_label.hide()
+            if library.recovery:
+                self.statusMessage.emit(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
             self._tasks.start(self.refresh(), "refresh the library")
         self._update_enabled()
 
@@ -195,6 +223,10 @@ class LibraryPanel(QWidget):
         self.drop_zone.setAcceptDrops(idle)
         self.rescan_button.setEnabled(idle and selected is not None)
         self.remove_button.setEnabled(idle and selected is not None)
+        self.rescan_action.setEnabled(self.rescan_button.isEnabled())
+        self.remove_action.setEnabled(self.remove_button.isEnabled())
+        self.reindex_action.setEnabled(idle and selected is not None and selected[0] == "collection")
+        self.repair_button.setEnabled(idle)
         self.stop_button.setEnabled(self.ingesting)
         self.target.setEnabled(idle)
 
@@ -318,7 +350,7 @@ class LibraryPanel(QWidget):
             if not paths:
                 return
         collection = self.target_collection(paths)
-        self._ingest_task = self._tasks.start(self._run_ingest(paths, collection, rescan=False), "indexing")
+        self._ingest_task = self._tasks.start(self._run_ingest(paths, collection), "indexing")
         self._update_enabled()
 
     def stop_ingest(self) -> None:
@@ -329,15 +361,44 @@ class LibraryPanel(QWidget):
         selected = self._selected()
         if selected is None or self._library is None or self.ingesting:
             return
-        self._ingest_task = self._tasks.start(self._run_ingest([], selected[1], rescan=True), "re-scan")
+        self._ingest_task = self._tasks.start(self._run_ingest([], selected[1], how="rescan"), "re-scan")
         self._update_enabled()
 
-    async def _run_ingest(self, paths: list[Path], collection: str, *, rescan: bool) -> None:
+    def _on_reindex(self) -> None:
+        selected = self._selected()
+        if selected is None or selected[0] != "collection":
+            return
+        self.reindex(selected[1])
+
+    def reindex(self, collection: str) -> None:
+        """Embed ``collection`` again with the embedding model now in Settings."""
+        if self._library is None or self.ingesting:
+            return
+        self._ingest_task = self._tasks.start(self._run_ingest([], collection, how="reindex"), "re-index")
+        self._update_enabled()
+
+    def _context_menu(self, position: QPoint) -> None:
+        if self._selected() is None:
+            return
+        menu = QMenu(self.tree)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        for act in (self.rescan_action, self.reindex_action, self.remove_action):
+            menu.addAction(act)
+        menu.popup(self.tree.viewport().mapToGlobal(position))
+
+    async def _run_ingest(self, paths: list[Path], collection: str, *, how: str = "ingest") -> None:
         library = self._library
         assert library is not None
         self._reset_progress(collection)
+        mismatch = False
         try:
-            stream: Any = library.rescan(collection) if rescan else library.ingest(paths, collection)
+            stream: Any
+            if how == "rescan":
+                stream = library.rescan(collection)
+            elif how == "reindex":
+                stream = library.reindex(collection)
+            else:
+                stream = library.ingest(paths, collection)
             if inspect.isawaitable(stream):
                 stream = await stream
             async for event in stream:
@@ -347,13 +408,66 @@ class LibraryPanel(QWidget):
             self.current_label.setText("")
             raise
         except FathomError as exc:
-            self.current_label.setText(str(exc))
-            self.current_label.setObjectName("errorText")
-            self.statusMessage.emit(str(exc))
+            self._show_failure(str(exc))
+            mismatch = isinstance(exc, EmbeddingMismatch)
         finally:
             self._ingest_task = None
             self._update_enabled()
             self._tasks.start(self.refresh(), "refresh the library")
+        if mismatch:
+            await self.offer_reindex(collection)
+
+    def _show_failure(self, message: str) -> None:
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("Stopped")
+        self.current_label.setText(message)
+        self.current_label.setObjectName("errorText")
+        self.statusMessage.emit(message)
+
+    async def offer_reindex(self, collection: str) -> None:
+        """Ask, then re-index a collection built with another embedding model."""
+        ok = await ask_yes_no(
+            self,
+            "Re-index collection",
+            f"“{collection}” was built with another embedding model than the one in Settings.",
+            "Re-index it now? Every document is embedded again with the current model; "
+            "your files are not touched. (Or switch the embedding model back in Settings.)",
+        )
+        if ok:
+            self.reindex(collection)
+
+    # -- repair -----------------------------------------------------------
+    def repair(self) -> None:
+        """Compare the catalog with the search index and fix drift (in the background)."""
+        if self._library is None or self.ingesting:
+            return
+        self._ingest_task = self._tasks.start(self._run_repair(), "repair")
+        self._update_enabled()
+
+    async def _run_repair(self) -> None:
+        library = self._library
+        assert library is not None
+        self._reset_progress("the repair")
+        self.progress.setFormat("Comparing the library with its search index…")
+        try:
+            before, after = await library.repair(on_event=self.on_ingest_event)
+        except asyncio.CancelledError:
+            self.progress.setFormat("Stopped — run Repair again to finish")
+            raise
+        except FathomError as exc:
+            self._show_failure(str(exc))
+            return
+        finally:
+            self._ingest_task = None
+            self._update_enabled()
+            self._tasks.start(self.refresh(), "refresh the library")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1)
+        self.progress.setFormat("Repair done" if after.consistent else "Repair: problems remain")
+        self.last_repair = (before, after)
+        self.statusMessage.emit(after.summary())
+        show_message(self, "Repair", *repair_report(before, after))
 
     def _reset_progress(self, collection: str) -> None:
         self.last_finished = None
@@ -471,3 +585,16 @@ class LibraryPanel(QWidget):
         finally:
             await self.refresh()
             self._update_enabled()
+
+
+def repair_report(before: CheckResult, after: CheckResult) -> tuple[str, str]:
+    """(text, details) of the repair's message box, in plain words."""
+    if before.consistent:
+        return before.summary(), "Nothing needed fixing."
+    lines = [f"• {d.sentence()}" for d in before.drift[:SHOWN_DRIFT]]
+    if len(before.drift) > SHOWN_DRIFT:
+        lines.append(f"… and {len(before.drift) - SHOWN_DRIFT} more.")
+    if after.consistent:
+        return f"Repaired {count(len(before.drift), 'problem')}. {after.summary()}", "\n".join(lines)
+    remaining = "\n".join(f"• {d.sentence()}" for d in after.drift[:SHOWN_DRIFT])
+    return "Some problems remain after the repair.", f"Found:\n{chr(10).join(lines)}\n\nStill wrong:\n{remaining}"
