@@ -71,9 +71,10 @@ def test_the_embedder_is_the_settings_default_and_follows_the_protocol() -> None
     made = make_embedder(Settings())
     assert isinstance(made, OnnxMiniLMEmbedder) and isinstance(made, Embedder)
     assert made.model_name == "all-MiniLM-L6-v2-onnx-int8"
-    remote = Settings(embedding=EmbeddingSettings(backend="ollama", model="nomic-embed-text"))
-    with pytest.raises(ModelUnavailable):
-        make_embedder(remote)
+    remote = make_embedder(Settings(embedding=EmbeddingSettings(backend="ollama", model="nomic-embed-text")))
+    assert remote.model_name == "ollama:nomic-embed-text"  # it connects only when it embeds
+    with pytest.raises(ModelUnavailable, match="OpenAI-compatible embedding back end is chosen but no address"):
+        make_embedder(Settings(embedding=EmbeddingSettings(backend="openai", model="text-embedding-3-small")))
     with pytest.raises(ModelUnavailable, match="Unknown embedding back end 'bert'"):
         make_embedder(Settings(embedding=EmbeddingSettings(backend="bert")))
 
