@@ -5,11 +5,15 @@ the user name; it is never written to the settings file. Where the system
 has no keyring (a headless Linux box without Secret Service, for example),
 Fathom says so and reads the key from the environment variable
 ``FATHOM_API_KEY`` instead.
+
+Every function here may block (a keyring backend talks D-Bus, or waits for the
+user to unlock it): the window calls them in an executor, never on its loop.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from app.core.errors import FathomError
 
@@ -25,6 +29,57 @@ def _usable_keyring() -> object | None:
     if isinstance(backend, fail.Keyring | null.Keyring):
         return None
     return backend
+
+
+@dataclass(frozen=True)
+class KeyringState:
+    """What the settings dialogs say about the API key of one endpoint."""
+
+    available: bool  # an OS keyring exists
+    backend: str  # its name, or "" when none
+    has_key: bool  # a key is stored for the endpoint (False when no keyring or no URL)
+    env_key: bool  # FATHOM_API_KEY is set
+    problem: str = ""  # the keyring exists but could not be read
+
+    def sentence(self, base_url: str) -> str:
+        """One line for the dialog; says "stored" only when a key was read back from the keyring."""
+        if not self.available:
+            if self.env_key:
+                return f"No OS keyring on this system: Fathom uses the key in the environment variable {ENV_VAR}."
+            return (
+                "No OS keyring on this system, so Fathom cannot keep an API key. "
+                f"Set the environment variable {ENV_VAR} before starting Fathom."
+            )
+        if self.problem:
+            return f"The OS keyring could not be read ({self.problem}). Unlock it, or set {ENV_VAR}."
+        if not base_url:
+            return "Fill in the Base URL: the key is stored in the OS keyring under it."
+        if self.has_key:
+            return f"A key for {base_url} is stored in the OS keyring ({self.backend})."
+        return f"No key is stored for {base_url} yet; one you type is kept in the OS keyring ({self.backend})."
+
+
+def keyring_state(base_url: str) -> KeyringState:
+    """Ask the keyring (blocking) whether it exists and holds a key for ``base_url``."""
+    import keyring
+    import keyring.errors
+
+    env_key = bool(os.environ.get(ENV_VAR))
+    backend = _usable_keyring()
+    if backend is None:
+        return KeyringState(False, "", False, env_key)
+    name = _backend_name(backend)
+    if not base_url:
+        return KeyringState(True, name, False, env_key)
+    try:
+        stored = keyring.get_password(SERVICE, base_url)
+    except keyring.errors.KeyringError as exc:
+        return KeyringState(True, name, False, env_key, problem=str(exc) or type(exc).__name__)
+    return KeyringState(True, name, bool(stored), env_key)
+
+
+def _backend_name(backend: object) -> str:
+    return str(getattr(backend, "name", "") or type(backend).__name__)
 
 
 def keyring_description() -> str:
@@ -51,7 +106,8 @@ def get_api_key(base_url: str) -> str | None:
 
 
 def set_api_key(base_url: str, key: str) -> None:
-    """Store the key for ``base_url`` in the OS keyring (an empty key deletes it)."""
+    """Store the key for ``base_url`` in the OS keyring (an empty key deletes it), and read
+    it back: returning means the keyring holds exactly ``key``; otherwise FathomError."""
     import keyring
     import keyring.errors
 
@@ -69,8 +125,14 @@ def set_api_key(base_url: str, key: str) -> None:
                 keyring.delete_password(SERVICE, base_url)
             except keyring.errors.PasswordDeleteError:
                 pass
+        kept = keyring.get_password(SERVICE, base_url)
     except keyring.errors.KeyringError as exc:
         raise FathomError(
             f"The OS keyring refused to store the API key ({exc}).",
             f"Unlock the keyring and try again, or set the environment variable {ENV_VAR}.",
         ) from exc
+    if (kept or "") != key:
+        raise FathomError(
+            "The OS keyring did not keep the API key (reading it back gave something else).",
+            f"Check the keyring, or set the environment variable {ENV_VAR} instead.",
+        )

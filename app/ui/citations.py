@@ -1,16 +1,32 @@
 """Turn the ``[n]`` citations of a Markdown report into ``cite:n`` links.
 
 Pure text work (no Qt): code spans and fenced code blocks are left alone,
-as are real Markdown links (``[text](url)``).
+as are real Markdown links (``[text](url)``) and escaped brackets (``\\[3]``).
 """
 
 from __future__ import annotations
 
 import re
 
+from app.ui.md_fences import Fence, classify, closes, fence_opener
+
 CITE_SCHEME = "cite"
-_CITE = re.compile(r"\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\(|:)")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_CITE = re.compile(r"(?<!\\)\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\(|:)")
+_ESCAPE_OR_TICKS = re.compile(r"\\[\s\S]|`+")
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Where the inline code spans of ``line`` are (a backslash-escaped backtick opens none)."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (match := _ESCAPE_OR_TICKS.search(line, pos)) is not None:
+        pos = match.end()
+        if match.group(0).startswith("`"):
+            closing = re.compile(rf"(?<!`)`{{{len(match.group(0))}}}(?!`)").search(line, pos)
+            if closing is not None:
+                spans.append((match.start(), closing.end()))
+                pos = closing.end()
+    return spans
 
 
 def _linkify_prose(text: str) -> str:
@@ -18,9 +34,14 @@ def _linkify_prose(text: str) -> str:
         numbers = re.split(r"\s*[,;]\s*", match.group(1))
         return "".join(f"[\\[{n}\\]]({CITE_SCHEME}:{n})" for n in numbers)
 
-    parts = text.split("`")
-    # even parts are prose, odd parts are inside inline code spans
-    return "`".join(_CITE.sub(repl, part) if i % 2 == 0 else part for i, part in enumerate(parts))
+    out: list[str] = []
+    pos = 0
+    for start, end in _code_spans(text):
+        out.append(_CITE.sub(repl, text[pos:start]))
+        out.append(text[start:end])
+        pos = end
+    out.append(_CITE.sub(repl, text[pos:]))
+    return "".join(out)
 
 
 # Sections the engine appends after the model's text; a code block the model left
@@ -32,31 +53,27 @@ def balance_fences(markdown: str) -> str:
     """Close a code block the model left open before the engine's own sections,
     and at the end, so the rest of the report renders as text."""
     out: list[str] = []
-    fence = ""
+    fence: Fence | None = None
     for line in markdown.splitlines(keepends=True):
-        match = _FENCE.match(line)
-        if match:
-            fence = "" if fence else match.group(1)
-        elif fence and line.strip() in _ENGINE_SECTIONS:
-            out.append(fence + "\n\n")
-            fence = ""
+        if fence is None:
+            fence = fence_opener(line)
+        elif closes(line, fence):
+            fence = None
+        elif line.strip() in _ENGINE_SECTIONS:
+            out.append(fence.closer + "\n\n")
+            fence = None
         out.append(line)
-    if fence:
-        out.append(("" if not out or out[-1].endswith("\n") else "\n") + fence + "\n")
+    if fence is not None:
+        out.append(("" if not out or out[-1].endswith("\n") else "\n") + fence.closer + "\n")
     return "".join(out)
 
 
 def linkify_citations(markdown: str) -> str:
     """``[3]`` → ``[\\[3\\]](cite:3)``; ``[1, 2]`` → two links."""
-    out: list[str] = []
-    in_fence = False
-    for line in markdown.splitlines(keepends=True):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            out.append(line)
-            continue
-        out.append(line if in_fence else _linkify_prose(line))
-    return "".join(out)
+    return "".join(
+        _linkify_prose(line) if kind == "prose" else line
+        for line, kind, _fence in classify(markdown.splitlines(keepends=True))
+    )
 
 
 def cited_numbers(markdown: str) -> list[int]:

@@ -3,6 +3,13 @@
 The Markdown export is the report followed by its numbered sources; HTML
 and PDF are that Markdown rendered by ``QTextDocument`` (no network, no
 browser engine).
+
+Everything a model or a document wrote is made inert first
+(:func:`app.ui.safe_markdown.neutralize_markdown`): raw HTML is text, URLs are
+text in code spans, there is no link and no image, so the Markdown file is
+safe in any Markdown viewer. HTML and PDF are rendered without HTML and
+without links (:mod:`app.ui.safe_document`), and the HTML file carries a
+Content-Security-Policy that forbids scripts and every resource.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from app.core.models import EntityTable, Evidence
 from app.core.settings import write_atomic
 from app.research.entity_table import write_table
 from app.ui.citations import balance_fences
+from app.ui.safe_document import set_untrusted_markdown, standalone_html
+from app.ui.safe_markdown import code_span, neutralize_inline, neutralize_markdown
 
 EXPORT_FILTERS = {
     ".md": "Markdown (*.md)",
@@ -28,30 +37,29 @@ TABLE_FILTERS = {".csv": "CSV (*.csv)", ".json": "JSON (*.json)"}
 def report_markdown(question: str, markdown: str, evidence: Iterable[Evidence]) -> str:
     """The report as one Markdown file: the question, the report, the sources."""
     parts = []
-    if question:
-        parts.append(f"# {question}\n")
-    parts.append(balance_fences(markdown).strip() + "\n")
+    if question.strip():
+        parts.append(f"# {neutralize_inline(question)}\n")
+    parts.append(neutralize_markdown(balance_fences(markdown)).strip() + "\n")
     sources = sorted(evidence, key=lambda e: e.number)
     if sources:
         parts.append("\n## Sources\n")
         for e in sources:
             where = e.path + (f", page {e.page}" if e.page is not None else "")
-            title = e.title or Path(e.path).name
-            quote = " ".join(e.quote.split())
-            parts.append(f"{e.number}. **{title}** — `{where}`" + (f"\n   > {quote}" if quote else "") + "\n")
+            title = neutralize_inline(e.title or Path(e.path).name)
+            quote = neutralize_inline(e.quote)
+            parts.append(f"{e.number}. **{title}** — {code_span(where)}" + (f"\n   > {quote}" if quote else "") + "\n")
     return "\n".join(parts)
 
 
 def markdown_document(markdown: str) -> QTextDocument:
+    """A document of the (already neutralised) export Markdown: no HTML, no link, no image."""
     doc = QTextDocument()
-    doc.setMarkdown(markdown)
+    set_untrusted_markdown(doc, markdown)
     return doc
 
 
 def report_html(markdown: str, title: str = "Fathom report") -> str:
-    doc = markdown_document(markdown)
-    doc.setMetaInformation(QTextDocument.MetaInformation.DocumentTitle, title)
-    return doc.toHtml()
+    return standalone_html(markdown_document(markdown).toHtml(), title)
 
 
 def write_pdf(markdown: str, path: Path, title: str = "Fathom report") -> Path:

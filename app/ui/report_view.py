@@ -5,8 +5,14 @@ Deltas are buffered and the document is re-rendered at most every
 per token would stall the window). Citations ``[n]`` become ``cite:n``
 links; clicking one emits :attr:`ReportView.citationClicked`. Citations the
 checker found unsupported, or that name no source, are drawn struck out in
-red with a tooltip. Nothing is ever loaded from outside: ``loadResource``
-refuses every URL, so a report cannot make the window fetch anything.
+red with a tooltip.
+
+The report is untrusted text (a model wrote it, from documents anyone may have
+written): it is neutralised (:mod:`app.ui.safe_markdown`) so raw HTML shows as
+text and URLs show as text, never as links; Qt parses it without HTML; and
+every link but the ``cite:n`` citations is removed (:mod:`app.ui.safe_document`).
+Nothing is ever loaded either: ``loadResource`` refuses every URL, so a report
+cannot make the window fetch anything.
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from app.ui.citations import balance_fences, citation_number, cited_numbers, linkify_citations
+from app.ui.safe_document import set_untrusted_markdown
+from app.ui.safe_markdown import neutralize_markdown
 from app.ui.theme import unsupported_colour
+from app.ui.tooltips import plain_tooltip
 
 RENDER_INTERVAL_MS = 150
 
@@ -108,7 +117,8 @@ class ReportView(QTextBrowser):
         bar = self.verticalScrollBar()
         at_bottom = bar.value() >= bar.maximum() - 4
         keep = bar.value()
-        self.document().setMarkdown(linkify_citations(balance_fences(self._markdown)))
+        safe = linkify_citations(neutralize_markdown(balance_fences(self._markdown)))
+        set_untrusted_markdown(self.document(), safe, keep_link=_is_citation)
         self._format_citations()
         self.render_count += 1
         bar.setValue(bar.maximum() if at_bottom else keep)
@@ -132,7 +142,7 @@ class ReportView(QTextBrowser):
                         if number in flagged:
                             extra.setForeground(unsupported_colour())
                             extra.setFontStrikeOut(True)
-                            extra.setToolTip(f"Unsupported citation [{number}]: {flagged[number]}")
+                            extra.setToolTip(plain_tooltip(f"Unsupported citation [{number}]: {flagged[number]}"))
                         else:
                             extra.setToolTip(f"Show source [{number}]")
                         cursor.mergeCharFormat(extra)
@@ -167,3 +177,7 @@ class ReportView(QTextBrowser):
                 it += 1
             block = block.next()
         return found
+
+
+def _is_citation(href: str) -> bool:
+    return citation_number(href) is not None

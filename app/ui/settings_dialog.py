@@ -2,11 +2,14 @@
 endpoints, embedding model, Milvus URI, research budgets; the data dir shown.
 
 Saving writes the settings file atomically; an API key goes to the OS
-keyring, never to the file.
+keyring, never to the file. The keyring is asked in an executor (it may block);
+the dialog says whether a keyring exists and whether it holds a key, and is
+disabled while a key is being stored.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 
@@ -42,11 +45,12 @@ from app.core.settings import (
     StoreSettings,
     UiSettings,
 )
+from app.llm.keys import keyring_state
+from app.ui.key_field import ApiKeyField, KeySaver, StateReader
 from app.ui.research_panel import MODES
 from app.ui.tasks import TaskKeeper
 
 ModelLister = Callable[[Settings, str], Awaitable[list[str]]]
-KeySaver = Callable[[str, str], None]
 
 BACKENDS = {
     "auto": "Automatic (Ollama if running, else llama.cpp)",
@@ -87,6 +91,8 @@ class SettingsDialog(QDialog):
         save_key: KeySaver,
         tasks: TaskKeeper,
         parent: QWidget | None = None,
+        *,
+        read_key_state: StateReader = keyring_state,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Fathom settings")
@@ -95,17 +101,24 @@ class SettingsDialog(QDialog):
         self._settings = settings
         self._list_models = list_models
         self._save = save
-        self._save_key = save_key
         self._tasks = tasks
+        self.save_task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._busy = False
+        self._checked_url = settings.model.openai.base_url
+        self.key_field = ApiKeyField(tasks, read_key_state, save_key)
         self.fetch_status = QLabel("")
         self.fetch_status.setWordWrap(True)
         tabs = QTabWidget()
         tabs.addTab(self._model_tab(settings.model), "Model")
         tabs.addTab(self._library_tab(settings, paths), "Library")
         tabs.addTab(self._research_tab(settings.research, settings.ui), "Research")
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons = self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
+        self.finished.connect(self._on_finished)
         self.error = QLabel("")
         self.error.setObjectName("errorText")
         self.error.setWordWrap(True)
@@ -113,6 +126,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(tabs)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
+        self.key_field.check(settings.model.openai.base_url)
 
     # -- tabs -------------------------------------------------------------
     def _model_tab(self, m: ModelSettings) -> QWidget:
@@ -168,14 +182,13 @@ class SettingsDialog(QDialog):
         row = QHBoxLayout()
         row.addWidget(self.openai_model, 1)
         row.addWidget(fetch_openai)
-        self.api_key = QLineEdit()
-        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.api_key.setPlaceholderText("unchanged (stored in the system keyring)")
+        self.api_key = self.key_field.edit
+        self.openai_url.editingFinished.connect(self._url_edited)
         openai = QGroupBox("OpenAI-compatible endpoint (data leaves this machine if the server is remote)")
         f = QFormLayout(openai)
         f.addRow("Base URL", self.openai_url)
         f.addRow("Model", row)
-        f.addRow("API key", self.api_key)
+        f.addRow("API key", self.key_field)
 
         form = QFormLayout()
         form.addRow("Back end", self.backend)
@@ -323,13 +336,55 @@ class SettingsDialog(QDialog):
             ui=dataclasses.replace(s.ui, theme=str(self.theme.currentData())),
         )
 
+    def _on_finished(self, _result: int) -> None:
+        self._closed = True
+        self.key_field.forget()
+
+    def _url_edited(self) -> None:
+        url = self.openai_url.text().strip()
+        if self.key_field.state is None or url != self._checked_url:
+            self._checked_url = url
+            self.key_field.check(url)
+
     def save(self) -> None:
+        """Save; with a typed API key, store it first (off the loop) and save only if it was kept."""
         new = self.settings()
+        if not self.api_key.text():
+            self._write(new)
+            return
+        if not new.model.openai.base_url:
+            self.error.setText("Settings not saved: an API key needs the endpoint's base URL. Fill in the Base URL.")
+            return
+        if self.save_task is None or self.save_task.done():
+            self.save_task = self._tasks.start(self._store_key_then_write(new), "store the API key")
+
+    async def _store_key_then_write(self, new: Settings) -> None:
+        self._set_busy(True)
+        self.error.setText("")
         try:
-            if self.api_key.text():
-                if not new.model.openai.base_url:
-                    raise FathomError("An API key needs the endpoint's base URL.", "Fill in the Base URL first.")
-                self._save_key(new.model.openai.base_url, self.api_key.text())
+            await self.key_field.store(new.model.openai.base_url)
+        except FathomError as exc:
+            if not self._closed:
+                self.error.setText(f"Settings not saved: {exc}")
+            return
+        finally:
+            if not self._closed:
+                self._set_busy(False)
+        if not self._closed:
+            self._write(new)
+
+    def reject(self) -> None:
+        if self._busy:
+            return  # a key is being stored: wait for the keyring's answer
+        super().reject()
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self.buttons.setEnabled(not busy)
+        self.openai_url.setEnabled(not busy)
+
+    def _write(self, new: Settings) -> None:
+        try:
             self._save(new)
         except (FathomError, OSError) as exc:
             self.error.setText(f"Settings not saved: {exc}")

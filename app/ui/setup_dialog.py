@@ -2,12 +2,15 @@
 
 Looks for a running Ollama and lists its models; otherwise offers llama.cpp
 with the starter model or a GGUF file the user picks. An optional remote
-OpenAI-compatible endpoint can be added (its key goes to the OS keyring).
+OpenAI-compatible endpoint can be added (its key goes to the OS keyring,
+asked in an executor; where there is no keyring the dialog says so).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -30,7 +33,9 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import FathomError
 from app.core.settings import Settings
+from app.llm.keys import keyring_state, set_api_key
 from app.llm.starter import STARTER_NAME, starter_model_path
+from app.ui.key_field import ApiKeyField, KeySaver, StateReader
 from app.ui.services import Services
 from app.ui.tasks import TaskKeeper
 
@@ -44,13 +49,25 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
 class SetupDialog(QDialog):
     saved = Signal(object)
 
-    def __init__(self, services: Services, tasks: TaskKeeper, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        tasks: TaskKeeper,
+        parent: QWidget | None = None,
+        *,
+        read_key_state: StateReader = keyring_state,
+        save_key: KeySaver = set_api_key,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("setupDialog")
         self.setWindowTitle("Welcome to Fathom — choose a model")
         self.resize(580, 460)
         self._services = services
         self._tasks = tasks
+        self._closed = False
+        self._busy = False
+        self.save_task: asyncio.Task[None] | None = None
+        self.key_field = ApiKeyField(tasks, read_key_state, save_key)
         settings = services.settings
         intro = QLabel(
             "Fathom answers questions with a language model that runs on this computer. "
@@ -100,13 +117,12 @@ class SetupDialog(QDialog):
         self.remote_url = QLineEdit(settings.model.openai.base_url)
         self.remote_url.setPlaceholderText("https://…/v1")
         self.remote_model = QLineEdit(settings.model.openai.model)
-        self.remote_key = QLineEdit()
-        self.remote_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.remote_key.setPlaceholderText("stored in the system keyring")
+        self.remote_key = self.key_field.edit
+        self.remote_url.editingFinished.connect(lambda: self.key_field.check(self.remote_url.text().strip()))
         form = QFormLayout(self.remote)
         form.addRow("Base URL", self.remote_url)
         form.addRow("Model", self.remote_model)
-        form.addRow("API key", self.remote_key)
+        form.addRow("API key", self.key_field)
         warning = QLabel(
             "With a remote endpoint, the passages of your documents that a question needs leave this machine."
         )
@@ -116,9 +132,12 @@ class SetupDialog(QDialog):
         self.error = QLabel("")
         self.error.setObjectName("errorText")
         self.error.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons = self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
+        self.finished.connect(self._on_finished)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(self.status)
@@ -128,6 +147,7 @@ class SetupDialog(QDialog):
         layout.addStretch(1)
         layout.addWidget(buttons)
         self.probe_task = tasks.start(self.probe(), "look for model servers")
+        self.key_field.check(settings.model.openai.base_url)
 
     async def probe(self) -> None:
         host = self._services.settings.model.ollama.host
@@ -190,23 +210,53 @@ class SetupDialog(QDialog):
         return dataclasses.replace(s, model=model, ui=dataclasses.replace(s.ui, first_run_done=True))
 
     def save(self) -> None:
+        """Save; with a typed API key, store it first (off the loop) and save only if it was kept."""
         new = self.chosen_settings()
-        from pathlib import Path
-
         if self.use_gguf.isChecked() and not Path(new.model.llamacpp.model_path).is_file():
             self.error.setText("Choose an existing .gguf file, or pick another option.")
             return
         if self.remote.isChecked() and not new.model.openai.base_url:
             self.error.setText("Fill in the endpoint's base URL, or untick the remote endpoint.")
             return
-        try:
-            if self.remote.isChecked() and self.remote_key.text():
-                from app.llm.keys import set_api_key
+        if not (self.remote.isChecked() and self.remote_key.text()):
+            self._write(new)
+        elif self.save_task is None or self.save_task.done():
+            self.save_task = self._tasks.start(self._store_key_then_write(new), "store the API key")
 
-                set_api_key(new.model.openai.base_url, self.remote_key.text())
+    async def _store_key_then_write(self, new: Settings) -> None:
+        self._set_busy(True)
+        self.error.setText("")
+        try:
+            await self.key_field.store(new.model.openai.base_url)
+        except FathomError as exc:
+            if not self._closed:
+                self.error.setText(f"Settings not saved: {exc}")
+            return
+        finally:
+            if not self._closed:
+                self._set_busy(False)
+        if not self._closed:
+            self._write(new)
+
+    def _write(self, new: Settings) -> None:
+        try:
             self._services.save_settings(new)
         except (FathomError, OSError) as exc:
             self.error.setText(f"Settings not saved: {exc}")
             return
         self.saved.emit(new)
         self.accept()
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self.buttons.setEnabled(not busy)
+        self.remote.setEnabled(not busy)
+
+    def reject(self) -> None:
+        if self._busy:
+            return  # a key is being stored: wait for the keyring's answer
+        super().reject()
+
+    def _on_finished(self, _result: int) -> None:
+        self._closed = True
+        self.key_field.forget()

@@ -1,7 +1,11 @@
 """The source viewer: a cited chunk highlighted in its surrounding text.
 
-Shows the document path and page and offers "Open original", which hands
-the file to the system's default application (``QDesktopServices``).
+Shows the document path and page and offers "Open original". A document is
+handed to the system's default application; a script, a program or anything
+else that could run is shown in the file manager instead (the decision is
+:func:`app.core.opening.decide_open`, the button says which it will do).
+Chunk text is escaped: it is shown as text, never as HTML, and the viewer
+loads no resource.
 """
 
 from __future__ import annotations
@@ -10,8 +14,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QPalette
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -23,10 +27,17 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.models import Chunk, Evidence
+from app.core.opening import OpenDecision, decide_open
+from app.ui.file_opener import DesktopOpener, FileOpener, carry_out
+from app.ui.tooltips import plain_tooltip
+
+OPEN_LABEL = "Open original"
+REVEAL_LABEL = "Show in folder"
 
 
 class _LocalOnlyBrowser(QTextBrowser):
     def loadResource(self, type: int, name: QUrl | str) -> Any:
+        """Refuse every resource: the viewer never loads anything, local or remote."""
         return None
 
 
@@ -34,26 +45,32 @@ class SourceViewer(QDialog):
     """Non-modal window; :meth:`show_source` fills it."""
 
     openOriginalRequested = Signal(str)
+    # what "Open original" did: "open" or "reveal", the path, and whether it worked
+    originalHandled = Signal(str, str, bool)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, opener: FileOpener | None = None) -> None:
         super().__init__(parent)
+        self._opener: FileOpener = opener if opener is not None else DesktopOpener(self)
+        self.decision: OpenDecision | None = None
         self.setWindowTitle("Source")
         self.resize(720, 560)
         self.evidence: Evidence | None = None
         self.chunk: Chunk | None = None
         self.context: list[Chunk] = []
         self.header = QLabel()
+        self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setWordWrap(True)
         self.header.setTextInteractionFlags(self.header.textInteractionFlags() | _selectable())
         self.location = QLabel()
+        self.location.setTextFormat(Qt.TextFormat.PlainText)
         self.location.setWordWrap(True)
         self.location.setTextInteractionFlags(_selectable())
         self.text = _LocalOnlyBrowser()
         self.text.setOpenLinks(False)
         self.text.setOpenExternalLinks(False)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.open_button = QPushButton("Open original")
-        self.open_button.setToolTip("Open the file with the system's default application")
+        self.open_button = QPushButton(OPEN_LABEL)
+        self.open_button.setEnabled(False)
         buttons.addButton(self.open_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.close)
         self.open_button.clicked.connect(self.open_original)
@@ -69,15 +86,15 @@ class SourceViewer(QDialog):
         self.setWindowTitle(f"Source [{evidence.number}] — {title}")
         self.header.setText(f"<b>[{evidence.number}] {html.escape(title)}</b>")
         page = chunk.page if chunk and chunk.page is not None else evidence.page
-        where = [html.escape(evidence.path)]
+        where = [evidence.path]
         if page is not None:
             where.append(f"page {page}")
         if chunk and chunk.headings:
-            where.append(html.escape(chunk.heading_path))
+            where.append(chunk.heading_path)
         if evidence.collection:
-            where.append(f"collection {html.escape(evidence.collection)}")
+            where.append(f"collection {evidence.collection}")
         self.location.setText(" · ".join(where))
-        self.open_button.setEnabled(bool(evidence.path) and Path(evidence.path).exists())
+        self._show_decision(decide_open(evidence.path) if evidence.path else None)
         self.text.setHtml(self._context_html(evidence, chunk, context))
         self.text.scrollToAnchor("cited")
 
@@ -105,10 +122,29 @@ class SourceViewer(QDialog):
                 parts.append(f"<p>{body}</p>")
         return "\n".join(parts)
 
+    def _show_decision(self, decision: OpenDecision | None) -> None:
+        self.decision = decision
+        if decision is None:
+            self.open_button.setText(OPEN_LABEL)
+            self.open_button.setEnabled(False)
+            self.open_button.setToolTip("This source has no file.")
+            return
+        self.open_button.setText(REVEAL_LABEL if decision.action == "reveal" else OPEN_LABEL)
+        self.open_button.setEnabled(decision.action != "missing")
+        self.open_button.setToolTip(plain_tooltip(decision.reason))
+
     def open_original(self) -> None:
-        if self.evidence and self.evidence.path:
-            self.openOriginalRequested.emit(self.evidence.path)
-            QDesktopServices.openUrl(QUrl.fromLocalFile(self.evidence.path))
+        """Open the document, or show it in its folder when it could run (decided again
+        now: the file may have changed since the viewer showed it)."""
+        if not (self.evidence and self.evidence.path):
+            return
+        decision = decide_open(self.evidence.path)
+        self._show_decision(decision)
+        if decision.action == "missing":
+            return
+        self.openOriginalRequested.emit(self.evidence.path)
+        done = carry_out(decision, self._opener)
+        self.originalHandled.emit(decision.action, self.evidence.path, done)
 
 
 def _paragraphs(text: str) -> str:
