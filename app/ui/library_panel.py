@@ -42,6 +42,7 @@ from app.ui.dialogs import ask_yes_no, show_message
 from app.ui.drop_zone import DropZone
 from app.ui.formatting import count, duration, short_path
 from app.ui.tasks import TaskKeeper
+from app.ui.tooltips import plain_tooltip
 
 if TYPE_CHECKING:
     from app.ingest.library import Library
@@ -51,6 +52,7 @@ NEW_COLLECTION = "(new collection named after the folder)"
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
 NAME_ROLE = Qt.ItemDataRole.UserRole + 2
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3
+PATH_ROLE = Qt.ItemDataRole.UserRole + 4
 MAX_FILE_ROWS = 400
 _COLUMNS = ("Collection / document", "Documents", "Chunks", "Description")
 SHOWN_DRIFT = 12  # problems listed in the repair report; the rest are counted
@@ -273,9 +275,10 @@ class LibraryPanel(QWidget):
             for doc in documents.get(collection.name, []):
                 status = doc.status.value if isinstance(doc.status, DocumentStatus) else str(doc.status)
                 child = QTreeWidgetItem([short_path(doc.path, 3), status, f"{doc.chunk_count:,}", doc.error])
-                child.setToolTip(0, doc.path)
+                child.setToolTip(0, plain_tooltip(doc.path))
+                child.setData(0, PATH_ROLE, doc.path)
                 if doc.error:
-                    child.setToolTip(3, doc.error)
+                    child.setToolTip(3, plain_tooltip(doc.error))
                 child.setData(0, KIND_ROLE, "document")
                 child.setData(0, NAME_ROLE, collection.name)
                 child.setData(0, DOC_ROLE, doc.doc_id)
@@ -505,13 +508,14 @@ class LibraryPanel(QWidget):
         row = self._file_rows.get(path)
         if row is None:
             row = QListWidgetItem(short_path(path, 3))
-            row.setToolTip(path)
+            row.setToolTip(plain_tooltip(path))
+            row.setData(PATH_ROLE, path)
             self.files.addItem(row)
             self._file_rows[path] = row
             while self.files.count() > MAX_FILE_ROWS:
                 old = self.files.takeItem(0)
                 if old is not None:
-                    self._file_rows.pop(old.toolTip(), None)
+                    self._file_rows.pop(old.data(PATH_ROLE), None)
         return row
 
     def _on_file_done(self, event: FileDone) -> None:
@@ -526,7 +530,8 @@ class LibraryPanel(QWidget):
 
     def _add_failure(self, path: str, reason: str) -> None:
         item = QListWidgetItem(f"{Path(path).name}: {reason or 'failed'}")
-        item.setToolTip(f"{path}\n{reason}")
+        item.setToolTip(plain_tooltip(f"{path}\n{reason}"))
+        item.setData(PATH_ROLE, path)
         self.failures.addItem(item)
         self.failures.show()
         self.failures_label.show()
@@ -541,7 +546,7 @@ class LibraryPanel(QWidget):
             f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {event.failed} failed, "
             f"{event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
         )
-        known = {self.failures.item(i).toolTip().split("\n")[0] for i in range(self.failures.count())}
+        known = {self.failures.item(i).data(PATH_ROLE) for i in range(self.failures.count())}
         for path, reason in event.failures:
             if path not in known:
                 self._add_failure(path, reason)
@@ -572,7 +577,7 @@ class LibraryPanel(QWidget):
                     self.statusMessage.emit(f"Removed the collection {collection}.")
             else:
                 item = self.tree.selectedItems()[0] if self.tree.selectedItems() else None
-                name = item.toolTip(0) if item else doc_id
+                name = item.data(0, PATH_ROLE) if item else doc_id
                 ok = await ask_yes_no(
                     self,
                     "Remove document",

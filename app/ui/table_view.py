@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 from app.core.models import EntityTable, TableCell
 from app.research.entity_table import LOW_CONFIDENCE
 from app.ui.theme import low_confidence_brush
+from app.ui.tooltips import plain_tooltip
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 CELL_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -83,7 +84,7 @@ class EntityTableModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.ToolTipRole:
             quote = cell.quote or "no supporting quote"
-            return f"“{quote}”\nconfidence {cell.confidence:.0%}"
+            return plain_tooltip(f"“{quote}”\nconfidence {cell.confidence:.0%}")
         if role == Qt.ItemDataRole.BackgroundRole and cell.value and cell.confidence <= LOW_CONFIDENCE:
             return low_confidence_brush()
         if role == CELL_ROLE:

@@ -17,6 +17,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
+from app.ui.tooltips import plain_tooltip
+
 _Index = QModelIndex | QPersistentModelIndex
 
 COLUMNS = ("Step", "Result", "Source")
@@ -241,7 +243,7 @@ class ResearchTreeModel(QAbstractItemModel):
             return (label, result, source)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
             text = detail or (label, result, source)[column]
-            return text[:2000] if text else None
+            return plain_tooltip(text[:2000]) if text else None  # chunk text, model output: shown as text
         if role == Qt.ItemDataRole.DecorationRole and column == 0 and status in STATUS_COLOURS:
             return STATUS_COLOURS[status]
         if role == Qt.ItemDataRole.ForegroundRole and status == "irrelevant":
