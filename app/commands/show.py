@@ -1,4 +1,8 @@
-"""``fathom show RUN_ID``: print one past research run (its report, or why it failed)."""
+"""``fathom show RUN_ID``: print one past research run (its report, or why it failed).
+
+Events of the run that cannot be read (damaged, or written by another
+version) are skipped, and the output says how many.
+"""
 
 from __future__ import annotations
 
@@ -27,10 +31,13 @@ def run(args: argparse.Namespace) -> int:
         if summary is None:
             print(f"No research run '{args.run_id}'. List runs with `fathom history`.", file=sys.stderr)
             return 1
+        stored = store.read_events(summary.run_id)
         if args.json:
             out = dataclasses.asdict(summary)
             out["evidence"] = [to_jsonable(e) for e in store.load_evidence(summary.run_id)]
-            out["events"] = [event_to_dict(e) for e in store.load_events(summary.run_id)]
+            out["events"] = [event_to_dict(e) for e in stored.events]
+            out["skipped_events"] = [dataclasses.asdict(s) for s in stored.skipped]
+            out["note"] = stored.note
             json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
             sys.stdout.write("\n")
             return 0
@@ -42,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         facts.append(f"model {summary.model}")
     facts.append(f"{summary.total_tokens} tokens, {summary.calls} model calls, {summary.elapsed_s:.1f} s")
     print("*" + " · ".join(facts) + "*\n")
+    if stored.note:
+        print(f"*Note: {stored.note}*\n")
     if summary.status == "failed":
         print(f"The run failed: {summary.message}")
         return 0

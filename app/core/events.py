@@ -5,7 +5,13 @@ Each event is a frozen, keyword-only dataclass. Research events carry the
 ``parent_id``); the window's tree is a pure function of the events seen, and
 the same events are persisted so a finished run can be replayed exactly.
 
-``event_to_dict`` / ``event_from_dict`` are the persisted form.
+``event_to_dict`` / ``event_from_dict`` are the persisted form. Each stored
+event carries the schema version it was written with (``"v"``; none before
+version 1). Reading is strict for the versions this code knows: an unknown
+type, a missing or extra field, or a value of the wrong type raises
+:class:`EventDecodeError`, with a short reason, so a reader can skip that one
+event and say so instead of failing the whole run. An event written by a newer
+version is read leniently (fields it added are ignored) when it can be.
 """
 
 from __future__ import annotations
@@ -27,7 +33,19 @@ from app.core.models import (
 
 ROOT_NODE = "root"
 
+# The version of the stored form. Raise it when a change would make older code
+# misread a new event (a field renamed, a meaning changed), and teach
+# ``event_from_dict`` to upgrade the older form. Adding an event type or an
+# optional field needs no new version: older readers skip or ignore them.
+SCHEMA_VERSION = 1
+VERSION_KEY = "v"
+TYPE_KEY = "type"
+
 _EVENT_TYPES: dict[str, type[Event]] = {}
+
+
+class EventDecodeError(ValueError):
+    """A stored event that cannot be read; the message says why, in a few words."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,18 +63,31 @@ class Event:
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     data: dict[str, Any] = to_jsonable(event)
-    data["type"] = event.kind
+    data[TYPE_KEY] = event.kind
+    data[VERSION_KEY] = SCHEMA_VERSION
     return data
 
 
-def event_from_dict(data: dict[str, Any]) -> Event:
+def event_from_dict(data: Any) -> Event:
+    """The event ``data`` describes; :class:`EventDecodeError` when it cannot be read."""
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"not an event object ({type(data).__name__})")
     payload = dict(data)
-    name = payload.pop("type")
+    name = payload.pop(TYPE_KEY, None)
+    version = payload.pop(VERSION_KEY, 0)
+    if not isinstance(name, str):
+        raise EventDecodeError("no event type")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise EventDecodeError(f"{name}: bad schema version {version!r}")
+    cls = _EVENT_TYPES.get(name)
+    if cls is None:
+        raise EventDecodeError(f"unknown event type {name!r}")
+    newer = version > SCHEMA_VERSION
     try:
-        cls = _EVENT_TYPES[name]
-    except KeyError:
-        raise ValueError(f"unknown event type {name!r}") from None
-    event: Event = from_jsonable(cls, payload)
+        event: Event = from_jsonable(cls, payload, strict=not newer)
+    except (TypeError, ValueError, KeyError) as exc:
+        written = f" (written by a newer Fathom, schema {version})" if newer else ""
+        raise EventDecodeError(f"{name}: {exc}{written}") from exc
     return event
 
 

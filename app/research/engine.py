@@ -4,9 +4,12 @@ iterator of typed events, from ``RunStarted`` to ``Finished`` or ``Failed``.
 The mode runs as its own task and emits events into a queue; the engine
 yields them, persists every one (``RunStore``), accounts usage, enforces the
 wall-time budget with a hard stop, and turns errors into a ``Failed`` event
-with a sentence. Stopping a run (``engine.stop(run_id)``) ends it within a
-second with ``Finished(stop_reason="cancelled")`` and the partial report;
-closing or cancelling the iterator does the same, persisting that final event.
+with a sentence. Stopping a run (``engine.stop(run_id)``) cancels the mode's
+task and waits until it has ended (no task is left running behind the run),
+then ends with ``Finished(stop_reason="cancelled")`` and the partial report
+built from every piece of evidence found; closing or cancelling the iterator
+does the same, persisting that final event. When the history cannot be
+written, a warning ``Notice`` says so once, before the run's end.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from app.core.errors import FathomError
@@ -31,7 +35,7 @@ from app.store.runs import RunStore
 
 log = logging.getLogger(__name__)
 
-CANCEL_WAIT_S = 0.8  # how long a cancelled mode task gets to unwind
+SLOW_STOP_LOG_S = 5.0  # a cancelled mode task still running after this is logged (and still awaited)
 HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds, the engine cuts the run (partial report)
 
 _STOP = object()
@@ -44,12 +48,19 @@ def new_run_id() -> str:
 
 
 class ResearchEngine:
-    """Runs research modes over a model and a library; optionally records runs."""
+    """Runs research modes over a model and a library; optionally records runs.
 
-    def __init__(self, model: ChatModel, library: Library, runs: RunStore | None = None) -> None:
+    Runs are recorded into the history file of ``runs`` (a ``RunStore``), or
+    of ``history`` (its path); the engine itself never touches SQLite on the
+    event loop: a writer thread per run does.
+    """
+
+    def __init__(
+        self, model: ChatModel, library: Library, runs: RunStore | None = None, *, history: Path | None = None
+    ) -> None:
         self.model = model
         self.library = library
-        self.runs = runs
+        self.history_file = history if history is not None else (runs.path if runs is not None else None)
         self._queues: dict[str, asyncio.Queue[Any]] = {}
 
     def stop(self, run_id: str) -> bool:
@@ -88,7 +99,7 @@ class ResearchEngine:
             budget=budget,
             options=options,
         )
-        recorder = RunRecorder(self.runs, run_id)
+        recorder = RunRecorder(self.history_file, run_id)
         started = RunStarted(
             run_id=run_id,
             question=ctx.question,
@@ -101,46 +112,54 @@ class ResearchEngine:
         self._queues[run_id] = queue
         task: asyncio.Task[None] | None = None
         done = False
-        warned_history = False
+        warned = False
+
+        def unsaved() -> Notice | None:
+            nonlocal warned
+            if warned or not recorder.failure:
+                return None
+            warned = True
+            return Notice(
+                run_id=run_id,
+                level="warning",
+                message=f"This run cannot be saved to the history ({recorder.failure}); "
+                "its report is shown here but will not be in History.",
+            )
+
         try:
             yield started
             runner = self._runner_or_failure(ctx)
-            if isinstance(runner, Failed):
-                done = True
-                recorder.record(runner)
-                yield runner
-                return
-            task = asyncio.create_task(self._drive(ctx, runner), name=f"research-{run_id}")
-            while True:
+            leftovers: list[ResearchEvent] = []
+            final: ResearchEvent | None = runner if isinstance(runner, Failed) else None
+            if not isinstance(runner, Failed):
+                task = asyncio.create_task(self._drive(ctx, runner), name=f"research-{run_id}")
+            while final is None:
                 item = await queue.get()
                 if item is _STOP:
-                    final = await self._cancel(task, ctx, queue, recorder)
-                    done = True
-                    recorder.record(final)
-                    yield final
-                    return
-                event: ResearchEvent = item
-                terminal = isinstance(event, (Finished, Failed))
-                done = done or terminal
+                    leftovers, final = await self._cancel(task, ctx, queue)
+                elif isinstance(item, (Finished, Failed)):
+                    final = item
+                else:
+                    recorder.record(item)
+                    if (notice := unsaved()) is not None:
+                        yield notice
+                    yield item
+            for event in leftovers:  # what the mode emitted while it unwound: shown as it is saved
                 recorder.record(event)
-                if terminal:  # the run is in the history (or known not to be) before its end is told
-                    await recorder.drained()
-                if recorder.failure and not warned_history:
-                    warned_history = True
-                    yield Notice(
-                        run_id=run_id,
-                        level="warning",
-                        message=f"This run cannot be saved to the history ({recorder.failure}); "
-                        "its report is shown here but will not be in History.",
-                    )
+            recorder.record(final)
+            done = True
+            await recorder.drained()  # the run is in the history (or known not to be) before its end is told
+            for event in leftovers:
                 yield event
-                if terminal:
-                    return
+            if (notice := unsaved()) is not None:
+                yield notice
+            yield final
         finally:
             self._queues.pop(run_id, None)
             if not done:
-                final = await self._cancel(task, ctx, queue, recorder)
-                recorder.record(final)
+                leftovers, final = await self._cancel(task, ctx, queue)
+                for event in (*leftovers, final):
+                    recorder.record(event)
             await recorder.aclose()
 
     # -- internals ----------------------------------------------------------
@@ -182,12 +201,12 @@ class ResearchEngine:
         task: asyncio.Task[None] | None,
         ctx: RunContext,
         queue: asyncio.Queue[Any],
-        recorder: RunRecorder,
-    ) -> ResearchEvent:
-        """Cancel the mode task, persist what it emitted, and make the final event."""
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+    ) -> tuple[list[ResearchEvent], ResearchEvent]:
+        """Cancel the mode task and wait until it has ended; then what it emitted
+        meanwhile, and the final event (its own end if it got there first)."""
+        if task is not None:
+            await _until_ended(task, ctx.run_id)
+        leftovers: list[ResearchEvent] = []
         final: ResearchEvent | None = None
         while not queue.empty():
             item = queue.get_nowait()
@@ -196,12 +215,12 @@ class ResearchEngine:
             if isinstance(item, (Finished, Failed)):
                 final = item
                 continue
-            recorder.record(item)
-        if final is not None:
-            return final
-        ctx.stop("cancelled")
-        report = ctx.partial_report("The run was stopped before it finished.")
-        return self._finished(ctx, report, "cancelled")
+            leftovers.append(item)
+        if final is None:
+            ctx.stop("cancelled")
+            report = ctx.partial_report("The run was stopped before it finished.")
+            final = self._finished(ctx, report, "cancelled")
+        return leftovers, final
 
     def _finished(self, ctx: RunContext, report: Report, stop_reason: str) -> Finished:
         return Finished(
@@ -217,6 +236,23 @@ class ResearchEngine:
         if kept:
             message = f"{message} The {kept} pieces of evidence found so far are saved."
         return Failed(run_id=ctx.run_id, message=message, usage=ctx.usage, elapsed_s=round(ctx.tracker.elapsed, 3))
+
+
+async def _until_ended(task: asyncio.Task[None], run_id: str) -> None:
+    """Cancel ``task`` and wait for it to end, however long its clean-up takes.
+
+    Nothing is abandoned after a fixed delay: a task still unwinding after
+    SLOW_STOP_LOG_S is logged, and still awaited.
+    """
+    task.cancel()
+    logged = False
+    while not task.done():
+        await asyncio.wait({task}, timeout=SLOW_STOP_LOG_S)
+        if not task.done() and not logged:
+            logged = True
+            log.warning("research run %s: still waiting for its work to stop", run_id)
+    if not task.cancelled() and task.exception() is not None:  # _drive turns errors into events: not expected
+        log.error("research run %s ended with an error while stopping", run_id, exc_info=task.exception())
 
 
 def _model_name(model: ChatModel) -> str:

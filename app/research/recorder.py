@@ -3,7 +3,10 @@
 Events are buffered and written every few events or fractions of a second,
 and always at the end; evidence rows are written as ``EvidenceAdded``
 arrives, so a failed or cancelled run keeps what it found. A broken store
-never breaks the run: persistence stops with a logged warning.
+never breaks the run: at the first failure of any kind (SQLite, a disk that
+is full, an event that cannot be serialised, any other error in the writer)
+persistence stops with a logged warning, and :attr:`RunRecorder.failure` says
+why, in words the engine passes on to the user.
 
 The writes never run on the event loop (in the window, the GUI thread): one
 writer thread per run owns its own connection to the history file and
@@ -35,8 +38,8 @@ FLUSH_AFTER_S = 0.5
 
 class HistoryWriter:
     """One thread with its own connection to the history file; store actions run
-    there in submission order. After the first failure it logs a warning and
-    drops every later action."""
+    there in submission order. After the first failure (any exception) it logs
+    a warning and drops every later action."""
 
     def __init__(self, path: Path, run_id: str) -> None:
         self.path = path
@@ -56,15 +59,25 @@ class HistoryWriter:
             if self._store is None:
                 self._store = RunStore(self.path)
             action(self._store)
-        except (sqlite3.Error, StoreError) as exc:
-            log.warning("research run %s: could not save to the history (%s); not saving further", self.run_id, exc)
-            self.error = str(exc)
+        except Exception as exc:  # whatever it is, the run goes on and the user is told
+            self.error = describe_failure(exc)
             self.failed = True
+            expected = isinstance(exc, (sqlite3.Error, StoreError, OSError))
+            log.warning(
+                "research run %s: could not save to the history (%s); not saving further",
+                self.run_id,
+                self.error,
+                exc_info=None if expected else exc,
+            )
 
     def _close_store(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        store, self._store = self._store, None
+        if store is None:
+            return
+        try:
+            store.close()
+        except Exception as exc:  # the writes are done; a failed close loses nothing, but say so
+            log.warning("research run %s: closing the history file failed (%s)", self.run_id, exc)
 
     def close(self) -> Future[None]:
         """Close the connection after the pending actions; the future is done when it is."""
@@ -73,10 +86,28 @@ class HistoryWriter:
         return done
 
 
+def describe_failure(exc: BaseException) -> str:
+    """Why the history could not be written, in a few words a user can act on."""
+    if isinstance(exc, StoreError):
+        return str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc).lower():
+        return f"the disk is full ({exc})"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    if isinstance(exc, sqlite3.Error):
+        return f"the history database failed: {exc}"
+    if isinstance(exc, (TypeError, ValueError)):
+        return f"an event could not be stored ({type(exc).__name__}: {exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
 class RunRecorder:
-    def __init__(self, store: RunStore | None, run_id: str) -> None:
+    """Records one run into the history file at ``path`` (None: record nothing)."""
+
+    def __init__(self, path: Path | None, run_id: str) -> None:
         self.run_id = run_id
-        self._writer = HistoryWriter(store.path, run_id) if store is not None else None
+        self._writer = HistoryWriter(path, run_id) if path is not None else None
         self._events: list[ResearchEvent] = []
         self._evidence: list[Evidence] = []
         self._last_flush = time.monotonic()

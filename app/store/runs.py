@@ -5,11 +5,16 @@ question, mode, settings, status, report, usage), ``research_events`` (every
 event of a run, in order, as ``event_to_dict`` JSON) and
 ``research_evidence`` (the evidence table). Replaying a run's events rebuilds
 its research tree exactly.
+
+Reading never fails on one bad row: an unreadable event is skipped and
+counted (:meth:`RunStore.read_events`), a summary row with a damaged field
+gets a neutral value, a damaged report or evidence row is left out.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -21,9 +26,12 @@ import sqlite_utils
 
 from app.core.codec import from_jsonable, to_jsonable
 from app.core.errors import StoreError
-from app.core.events import Event, event_from_dict, event_to_dict
-from app.core.models import Evidence, EvidenceStatus, Report, Usage
+from app.core.events import Event, Failed, Finished, RunStarted, event_to_dict
+from app.core.models import Budget, Evidence, EvidenceStatus, Report, Usage
 from app.core.paths import AppPaths
+from app.store.event_log import EventLog, decode_rows
+
+log = logging.getLogger(__name__)
 
 RUNS = "research_runs"
 EVENTS = "research_events"
@@ -233,50 +241,146 @@ class RunStore:
         return _summary(rows[0])
 
     def load_events(self, run_id: str) -> list[Event]:
-        rows = self.db.query(f"SELECT data FROM {EVENTS} WHERE run_id = ? ORDER BY seq", [run_id])
-        return [event_from_dict(json.loads(row["data"])) for row in rows]
+        """The run's events that can be read, in order (see :meth:`read_events`)."""
+        return list(self.read_events(run_id).events)
+
+    def read_events(self, run_id: str) -> EventLog:
+        """The run's events, with the ones that could not be read counted and skipped.
+
+        When the run's start or its end cannot be read although the run's row
+        says it started (or ended), a stand-in is rebuilt from that row, so a
+        reopened run still shows its question and its report.
+        """
+        rows = self.db.execute(f"SELECT seq, type, data FROM {EVENTS} WHERE run_id = ? ORDER BY seq", [run_id])
+        decoded = decode_rows(run_id, rows.fetchall())
+        if not decoded.skipped:
+            return decoded
+        summary = self.get_run(run_id)
+        if summary is None or summary.run_id != run_id:
+            return decoded
+        events = list(decoded.events)
+        rebuilt: list[str] = []
+        if not any(isinstance(e, RunStarted) for e in events):
+            events.insert(0, _started_from(summary))
+            rebuilt.append("its start")
+        if not any(isinstance(e, (Finished, Failed)) for e in events) and summary.status != "running":
+            end = self._end_from(summary)
+            if end is not None:
+                events.append(end)
+                rebuilt.append("its end and report")
+        return EventLog(run_id, tuple(events), decoded.skipped, tuple(rebuilt))
+
+    def _end_from(self, summary: RunSummary) -> Event | None:
+        usage = Usage(summary.prompt_tokens, summary.completion_tokens, model=summary.model, calls=summary.calls)
+        if summary.status == "failed":
+            return Failed(run_id=summary.run_id, message=summary.message, usage=usage, elapsed_s=summary.elapsed_s)
+        if summary.status not in ("finished", "cancelled"):
+            return None
+        report = self.load_report(summary.run_id) or Report(
+            markdown=summary.report_markdown, evidence=tuple(self.load_evidence(summary.run_id))
+        )
+        stop_reason = summary.stop_reason or ("cancelled" if summary.status == "cancelled" else "completed")
+        return Finished(
+            run_id=summary.run_id,
+            report=report,
+            usage=usage,
+            stop_reason=stop_reason,
+            elapsed_s=summary.elapsed_s,
+            ts=summary.finished_at or summary.started_at,
+        )
 
     def load_report(self, run_id: str) -> Report | None:
-        """The finished (or partial, when stopped) report of a run, if it has one."""
+        """The finished (or partial, when stopped) report of a run, if it has one that can be read."""
         row = self.db.execute(f"SELECT report FROM {RUNS} WHERE run_id = ?", [run_id]).fetchone()
         if not row or not row[0]:
             return None
-        report: Report = from_jsonable(Report, json.loads(row[0]))
+        try:
+            report: Report = from_jsonable(Report, json.loads(row[0]))
+        except (TypeError, ValueError, KeyError, RecursionError) as exc:
+            log.warning("run %s: its stored report cannot be read (%s)", run_id, exc)
+            return None
         return report
 
     def load_evidence(self, run_id: str) -> list[Evidence]:
+        """The run's evidence table; a row that cannot be read is left out (and logged)."""
         rows = self.db.query(f"SELECT * FROM {EVIDENCE} WHERE run_id = ? ORDER BY number", [run_id])
-        return [
-            Evidence(
-                number=row["number"],
-                chunk_id=row["chunk_id"],
-                subquery=row["subquery"] or "",
-                quote=row["quote"] or "",
-                path=row["path"] or "",
-                page=row["page"],
-                collection=row["collection"] or "",
-                title=row["title"] or "",
-                status=EvidenceStatus(row["status"] or "unverified"),
-            )
-            for row in rows
-        ]
+        found: list[Evidence] = []
+        for row in rows:
+            evidence = _evidence(row)
+            if evidence is None:
+                log.warning("run %s: evidence row %r cannot be read", run_id, row.get("number"))
+            else:
+                found.append(evidence)
+        return found
+
+
+def _evidence(row: dict[str, Any]) -> Evidence | None:
+    number, chunk_id = row.get("number"), row.get("chunk_id")
+    if not isinstance(number, int) or not isinstance(chunk_id, str):
+        return None
+    try:
+        status = EvidenceStatus(row.get("status") or "unverified")
+    except ValueError:
+        status = EvidenceStatus.UNVERIFIED
+    page = row.get("page")
+    return Evidence(
+        number=number,
+        chunk_id=chunk_id,
+        subquery=_text(row.get("subquery")),
+        quote=_text(row.get("quote")),
+        path=_text(row.get("path")),
+        page=page if isinstance(page, int) else None,
+        collection=_text(row.get("collection")),
+        title=_text(row.get("title")),
+        status=status,
+    )
+
+
+def _started_from(summary: RunSummary) -> RunStarted:
+    return RunStarted(
+        run_id=summary.run_id,
+        question=summary.question,
+        mode=summary.mode,
+        collections=summary.collections,
+        budget=Budget(),
+        model=summary.model,
+        ts=summary.started_at,
+    )
 
 
 def _summary(row: dict[str, Any]) -> RunSummary:
+    """A run's row as listed; a damaged field reads as empty rather than failing the list."""
+    finished_at = row.get("finished_at")
     return RunSummary(
-        run_id=row["run_id"],
-        question=row["question"] or "",
-        mode=row["mode"] or "",
-        status=row["status"] or "",
-        stop_reason=row["stop_reason"] or "",
-        model=row["model"] or "",
-        collections=tuple(json.loads(row["collections"] or "[]")),
-        started_at=row["started_at"] or 0.0,
-        finished_at=row["finished_at"],
-        elapsed_s=row["elapsed_s"] or 0.0,
-        prompt_tokens=row["prompt_tokens"] or 0,
-        completion_tokens=row["completion_tokens"] or 0,
-        calls=row["calls"] or 0,
-        report_markdown=row["report_markdown"] or "",
-        message=row["message"] or "",
+        run_id=_text(row.get("run_id")),
+        question=_text(row.get("question")),
+        mode=_text(row.get("mode")),
+        status=_text(row.get("status")),
+        stop_reason=_text(row.get("stop_reason")),
+        model=_text(row.get("model")),
+        collections=_names(row.get("collections")),
+        started_at=_number(row.get("started_at")),
+        finished_at=_number(finished_at) if finished_at is not None else None,
+        elapsed_s=_number(row.get("elapsed_s")),
+        prompt_tokens=int(_number(row.get("prompt_tokens"))),
+        completion_tokens=int(_number(row.get("completion_tokens"))),
+        calls=int(_number(row.get("calls"))),
+        report_markdown=_text(row.get("report_markdown")),
+        message=_text(row.get("message")),
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    try:
+        names = json.loads(value) if isinstance(value, str) and value else []
+    except ValueError:
+        return ()
+    return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()

@@ -2,7 +2,8 @@
 
 ``RunStore`` is a SQLite connection, usable only from the thread that opened
 it; this wrapper opens its own on one dedicated worker thread and runs every
-call there, so listing and replaying runs never blocks the window.
+call there (decoding the stored events included), so listing and replaying
+runs never blocks the window.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from app.core.events import Event
 from app.core.paths import AppPaths
 
 if TYPE_CHECKING:
+    from app.store.event_log import EventLog
     from app.store.runs import RunStore, RunSummary
 
 T = TypeVar("T")
@@ -43,6 +45,10 @@ class HistoryStore:
 
     async def load_events(self, run_id: str) -> list[Event]:
         return await self._call(lambda store: store.load_events(run_id))
+
+    async def read_events(self, run_id: str) -> EventLog:
+        """The run's readable events and what was skipped (for a replay that says so)."""
+        return await self._call(lambda store: store.read_events(run_id))
 
     async def get_run(self, run_id: str) -> RunSummary | None:
         return await self._call(lambda store: store.get_run(run_id))

@@ -3,7 +3,10 @@ its live tree in the middle, the report (or table) on the right.
 
 All engine and library calls are awaited on the qasync loop; every task has
 a handle (:class:`TaskKeeper`); slots that start work disable their control
-and restore it when the work ends.
+and restore it when the work ends. Stopping a run asks the engine to stop and
+waits until the run has ended (its evidence saved and shown); nothing is
+cancelled behind its back after a delay. History reads and export writes run
+in executors, never on the GUI thread.
 """
 
 from __future__ import annotations
@@ -54,7 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOP_GRACE_MS = 1500  # after Stop, the run task is cancelled outright if the engine has not ended it
 CONTEXT_CHUNKS = 2  # neighbouring chunks shown on each side in the source viewer
 
 
@@ -99,7 +101,9 @@ class MainWindow(QMainWindow):
         self.tasks = TaskKeeper(self._on_task_error)
         self.errors: list[str] = []
         self._run_task: asyncio.Task[Any] | None = None
+        self._stopping = False  # Stop was asked for the current run
         self._engine: ResearchEngine | None = None
+        self._run_id = ""  # the run the engine is running for this window ("" when none)
         self._closing = False
         self.run_options: dict[str, Any] = {}  # engine options for every run (benchmarks, tests)
         self.banner = Banner()
@@ -244,6 +248,7 @@ class MainWindow(QMainWindow):
             return
         panel = self.research_panel
         panel.set_running(True)  # at once, so a second click cannot start a second run
+        self._stopping = False
         self.presenter.reset()
         self._run_task = self.tasks.start(
             self._run(question, panel.mode_name(), panel.scope(), panel.budget()), "research run"
@@ -262,19 +267,25 @@ class MainWindow(QMainWindow):
                 self.banner.add(f"Cannot run: {text}")
                 self.state_label.setText("No model")
                 return
+            from app.research.engine import new_run_id
+
             self._engine = engine
+            self._run_id = new_run_id()
             if self.services.model_notice:
                 self.banner.add(self.services.model_notice)
             self.model_label.setText(getattr(self.services.model, "model_name", ""))
-            stream = engine.run(question, mode=mode, scope=scope, budget=budget, options=self.run_options or None)
+            stream = engine.run(
+                question, mode=mode, scope=scope, budget=budget, run_id=self._run_id, options=self.run_options or None
+            )
             async for event in stream:
                 self.presenter.feed(event)
                 if isinstance(event, Failed):
                     self.banner.add(event.message)
         finally:
-            if stream is not None and hasattr(stream, "aclose"):
-                await asyncio.shield(stream.aclose())  # persists the final event when cut short
+            if stream is not None:
+                await _closed(stream)  # when cut short, closing saves the run's end
             self._engine = None
+            self._run_id = ""
             self._clock.stop()
             self.presenter.flush()
             self.research_panel.set_running(False)
@@ -286,15 +297,31 @@ class MainWindow(QMainWindow):
         if self.find_bar.isVisible() and self.find_bar.edit.hasFocus():
             self.find_bar.close_bar()
             return
-        if not self.running:
-            return
-        self.state_label.setText("Stopping…")
-        run_id = self.presenter.run_id
-        if self._engine is not None and run_id and self._engine.stop(run_id):
-            task = self._run_task
-            QTimer.singleShot(STOP_GRACE_MS, lambda: task.cancel() if task is not None and not task.done() else None)
-        elif self._run_task is not None:
-            self._run_task.cancel()
+        self._ask_to_stop()
+
+    async def stop_run(self) -> None:
+        """Stop the current run and return once it has ended: the engine's work is
+        over, what it found is saved and shown."""
+        task = self._ask_to_stop()
+        if task is not None:
+            await asyncio.wait({task})
+
+    def _ask_to_stop(self) -> asyncio.Task[Any] | None:
+        """Ask the engine to stop the run (once); the run's task, which ends when the
+        run has. A run still waiting for its model to load has found nothing yet:
+        it is cancelled."""
+        task = self._run_task
+        if task is None or task.done():
+            return None
+        if not self._stopping:
+            self._stopping = True
+            self.state_label.setText("Stopping…")
+            self.research_panel.set_stopping()
+            if self._engine is not None and self._run_id:
+                self._engine.stop(self._run_id)
+            else:
+                task.cancel()
+        return task
 
     def _update_status(self) -> None:
         p = self.presenter
@@ -334,7 +361,7 @@ class MainWindow(QMainWindow):
 
     async def _neighbours(self, chunk: Chunk) -> list[Chunk]:
         """The chunk with up to CONTEXT_CHUNKS chunks of the same document on each side."""
-        from app.ingest.pipeline import make_chunk_id
+        from app.core.ids import make_chunk_id
 
         library = self.services.library
         if library is None:
@@ -367,8 +394,8 @@ class MainWindow(QMainWindow):
     async def _open_run(self, run_id: str) -> None:
         self.history_panel.open_button.setEnabled(False)
         try:
-            events = await self.services.history.load_events(run_id)
-            research = [e for e in events if isinstance(e, ResearchEvent)]
+            stored = await self.services.history.read_events(run_id)
+            research = stored.replay_events()  # with a note when some events could not be read
             self.presenter.replay(research)
             started = next((e for e in research if isinstance(e, RunStarted)), None)
             if started is not None:
@@ -409,20 +436,34 @@ class MainWindow(QMainWindow):
         if not target.suffix:
             suffix = next((s for s, f in {**EXPORT_FILTERS, **TABLE_FILTERS}.items() if f == chosen), ".md")
             target = target.with_suffix(suffix)
-        self.export_to(target)
+        self.tasks.start(self.export_to(target), "export")
 
-    def export_to(self, path: Path) -> Path | None:
+    async def export_to(self, path: Path) -> Path | None:
+        """Export what is shown (the report, or the table for .csv/.json) to ``path``.
+
+        What to write is taken now, on the GUI thread; the file is rendered and
+        written in an executor, so a large PDF never freezes the window.
+        """
         p = self.presenter
+        question, markdown, table = p.question, p.report_view.markdown_text(), p.table
+        evidence = list(p.evidence.values())
+        controls = (self.export_action, self.history_panel.export_button)
+        for control in controls:
+            control.setEnabled(False)
+        loop = asyncio.get_running_loop()
         try:
             if path.suffix.lower() in TABLE_FILTERS:
-                if p.table is None:
+                if table is None:
                     raise ValueError("This run has no table to export.")
-                written = export_table(path, p.table)
+                written = await loop.run_in_executor(None, export_table, path, table)
             else:
-                written = export_report(path, p.question, p.report_view.markdown_text(), p.evidence.values())
+                written = await loop.run_in_executor(None, export_report, path, question, markdown, evidence)
         except (OSError, ValueError) as exc:
             show_error(self, "Export failed", f"The report could not be exported to {path}: {exc}")
             return None
+        finally:
+            for control in controls:
+                control.setEnabled(True)
         self.statusBar().showMessage(f"Exported to {written}", 8000)
         return written
 
@@ -494,11 +535,27 @@ class MainWindow(QMainWindow):
         self.closed.emit()
 
     async def shutdown(self) -> None:
-        """Cancel what runs and close the library and model (after the window closed)."""
+        """Stop the run (waiting until it is saved), cancel what else runs, and close
+        the library and model (after the window closed)."""
         self._closing = True
         self.library_panel.stop_ingest()
+        await self.stop_run()
         await self.tasks.cancel_all(timeout=5.0)
         await self.services.aclose()
+
+
+async def _closed(stream: AsyncIterator[ResearchEvent]) -> None:
+    """Close the engine's event stream and wait until it has closed, even when
+    the awaiting task is cancelled meanwhile (then it is re-raised after)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    closing = asyncio.ensure_future(aclose())
+    try:
+        await asyncio.shield(closing)
+    except asyncio.CancelledError:
+        await asyncio.wait({closing})
+        raise
 
 
 def _save_api_key(base_url: str, key: str) -> None:

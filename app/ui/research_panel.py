@@ -148,6 +148,7 @@ class ResearchPanel(QWidget):
     def set_running(self, running: bool, ready: bool = True) -> None:
         self.run_button.setEnabled(ready and not running)
         self.stop_button.setEnabled(running)
+        self.stop_button.setText("Stop")
         for widget in (
             self.mode,
             self.scope_button,
@@ -158,6 +159,11 @@ class ResearchPanel(QWidget):
             self.top_k,
         ):
             widget.setEnabled(not running)
+
+    def set_stopping(self) -> None:
+        """Stop was asked for: the run is ending (saving what it found); not twice."""
+        self.stop_button.setEnabled(False)
+        self.stop_button.setText("Stopping…")
 
     def set_collections(self, collections: list[Collection]) -> None:
         checked = {name for name, action in self._scope_actions.items() if action.isChecked()}

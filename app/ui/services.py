@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from app.llm.factory import BackendStatus
     from app.research.engine import ResearchEngine
     from app.store.lock import InstanceLock
-    from app.store.runs import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,6 @@ class Services:
         self.history = HistoryStore(paths)
         self.library: Library | None = None
         self.model: ChatModel | None = None
-        self.runs: RunStore | None = None
         self._engine: ResearchEngine | None = None
         self.library_error = ""
         self.model_error = ""
@@ -196,16 +194,13 @@ class Services:
         loop = asyncio.get_running_loop()
 
         def imports() -> None:
-            import app.research.engine
-            import app.store.runs  # noqa: F401
+            import app.research.engine  # noqa: F401
 
         await loop.run_in_executor(None, imports)
         from app.research.engine import ResearchEngine
-        from app.store.runs import RunStore
 
-        if self.runs is None:
-            self.runs = RunStore.open(self.paths)  # used on the loop thread, as the engine records there
-        self._engine = ResearchEngine(model, library, self.runs)
+        # the engine records each run from a writer thread of its own: no SQLite on this loop
+        self._engine = ResearchEngine(model, library, history=self.paths.catalog_file)
         return self._engine
 
     # -- shutdown ---------------------------------------------------------
@@ -224,9 +219,6 @@ class Services:
         if self._startup_lock is not None:
             self._startup_lock.close()
             self._startup_lock = None
-        if self.runs is not None:
-            self.runs.close()
-            self.runs = None
         self.model = None
         self.library = None
         self._engine = None

@@ -7,20 +7,18 @@ processes events — that is, while the test waits with ``qtbot.waitUntil`` or
 ``qtbot.waitSignal`` (never sleep). ``aloop`` cancels whatever is left when
 the test ends, and any exception a task left unhandled fails the test.
 Module-scoped set-up that must await (ingesting a corpus once) uses
-:func:`drive`, which runs a coroutine to completion on the same loop.
+``helpers.drive``, which runs a coroutine to completion on the same loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
-
-T = TypeVar("T")
 
 _LOOP_ERRORS: list[str] = []
 
@@ -38,16 +36,6 @@ def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     asyncio.events._set_running_loop(None)
     if not loop.is_closed():
         loop.close()
-
-
-def drive(loop: qasync.QEventLoop, coro: Coroutine[Any, Any, T], timeout: float = 600) -> T:
-    """Run ``coro`` to completion on the session loop (for set-up outside a test body)."""
-    previous = asyncio.events._get_running_loop()
-    asyncio.events._set_running_loop(None)
-    try:
-        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
-    finally:
-        asyncio.events._set_running_loop(previous)
 
 
 @pytest.fixture

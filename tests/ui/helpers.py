@@ -44,6 +44,16 @@ def drop_paths(widget: QWidget, paths: list[Path]) -> tuple[bool, bool]:
     return enter.isAccepted(), drop.isAccepted()
 
 
+def drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], timeout: float = 600) -> T:
+    """Run ``coro`` to completion on the session loop (for set-up outside a test body)."""
+    previous = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+    finally:
+        asyncio.events._set_running_loop(previous)
+
+
 def await_in_test(qtbot: Any, coro: Coroutine[Any, Any, T], timeout_ms: int = 60_000) -> T:
     """Run a coroutine on the running qasync loop and wait for it (the test keeps Qt spinning)."""
     task = asyncio.ensure_future(coro)

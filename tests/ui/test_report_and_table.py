@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QPoint, Qt, QUrl
-from PySide6.QtGui import QTextCursor, QTextDocument
+from PySide6.QtGui import QTextCursor, QTextDocument, QTextTable
 
 from app.core.models import EntityTable, TableCell
 from app.ui.citations import balance_fences, cited_numbers, linkify_citations
@@ -50,6 +50,15 @@ class _Counter(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def table_cells(doc: QTextDocument) -> list[list[list[str]]]:
+    """Every table of the rendered document, as rows of cell texts."""
+    tables = [frame for frame in doc.rootFrame().childFrames() if isinstance(frame, QTextTable)]
+    return [
+        [[t.cellAt(r, c).firstCursorPosition().block().text() for c in range(t.columns())] for r in range(t.rows())]
+        for t in tables
+    ]
+
+
 @pytest.fixture
 def http_server() -> Iterator[http.server.HTTPServer]:
     _Counter.hits = 0
@@ -71,9 +80,9 @@ def test_markdown_renders_and_citations_are_links(qtbot: Any, http_server: Any) 
     assert doc.toPlainText().startswith("Milvus")
     first = doc.begin()
     assert first.blockFormat().headingLevel() == 1
-    assert any(doc.findBlockByNumber(i).textList() is not None for i in range(doc.blockCount()))
-    html = doc.toHtml()
-    assert "<table" in html and "Lite" in html
+    blocks = [doc.findBlockByNumber(i) for i in range(doc.blockCount())]
+    assert [b.text() for b in blocks if b.textList() is not None] == ["fast", "open source [1]"]
+    assert table_cells(doc) == [[["name", "kind"], ["Lite", "embedded"]]]  # a real table, not its pipes
     assert "x = [4]" in doc.toPlainText()  # code untouched
     assert set(view.citation_anchor_positions()) == {1, 2, 3}
 
@@ -162,7 +171,9 @@ def test_table_sorts_highlights_and_quotes(qtbot: Any) -> None:
     assert "20%" in faiss_licence.data(Qt.ItemDataRole.ToolTipRole)
 
 
-def test_a_table_run_exports_csv_and_json(qtbot: Any, tmp_path: Any) -> None:
+def test_a_table_run_exports_csv_and_json(qtbot: Any, aloop: Any, tmp_path: Any) -> None:
+    from helpers import await_in_test
+
     from app.core.paths import app_paths
     from app.core.settings import Settings
     from app.ui.main_window import MainWindow
@@ -177,11 +188,11 @@ def test_a_table_run_exports_csv_and_json(qtbot: Any, tmp_path: Any) -> None:
     )
     window.presenter._show_table(table)
     assert window.report_tabs.currentWidget() is window.table
-    csv_path = window.export_to(tmp_path / "table.csv")
+    csv_path = await_in_test(qtbot, window.export_to(tmp_path / "table.csv"))  # written off the GUI thread
     assert csv_path is not None
     assert csv_path.read_text(encoding="utf-8").splitlines()[:2] == [
         "database,licence,licence confidence,licence source",
         "Milvus,Apache-2.0,0.90,c1",
     ]
-    json_path = window.export_to(tmp_path / "table.json")
+    json_path = await_in_test(qtbot, window.export_to(tmp_path / "table.json"))
     assert json_path is not None and '"Milvus"' in json_path.read_text(encoding="utf-8")

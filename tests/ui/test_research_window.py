@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import drive
-from helpers import await_in_test, make_docs_folder
+from helpers import await_in_test, drive, make_docs_folder
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QTextCursor
 
@@ -25,7 +24,6 @@ from app.ui.services import Services
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 QUESTION = "What is Milvus Lite and how is it installed?"
-SHARED: dict[str, Any] = {}  # what the first run left, for the replay test
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +65,17 @@ def _configure(win: MainWindow, mode: str, rounds: int, queries: int) -> None:
     panel.rounds.setValue(rounds)
     panel.subqueries.setValue(queries)
     panel.top_k.setValue(3)
+
+
+def _run_to_the_end(qtbot: Any, window: MainWindow) -> Finished:
+    """Press Run and wait until the run has finished and is listed in the history."""
+    with qtbot.waitSignal(window.presenter.finished, timeout=600_000) as done:
+        window.research_panel.run_button.click()
+    final = done.args[0]
+    assert isinstance(final, Finished), final
+    qtbot.waitUntil(lambda: not window.running, timeout=10_000)
+    qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
+    return final
 
 
 def _expected_insert_order(events: list[Any]) -> list[str]:
@@ -142,12 +151,6 @@ def test_a_question_runs_live_and_its_citations_open_the_source(qtbot: Any, aloo
     qtbot.waitUntil(
         lambda: window.presenter.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000
     )
-    SHARED.update(
-        run_id=window.presenter.run_id,
-        shape=model.shape(),
-        markdown=report.markdown_text(),
-        unsupported=report.unsupported_citations(),
-    )
 
 
 def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, aloop: Any, window: MainWindow) -> None:
@@ -170,7 +173,9 @@ def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, a
         qtbot.keyClick(window.research_panel.question, Qt.Key.Key_Escape)  # Esc stops
         qtbot.waitUntil(lambda: not window.running, timeout=5_000)
         took = time.perf_counter() - started
-        qtbot.wait(100)
+        stopped = time.perf_counter()
+        # keep watching the loop while the run winds down: ten more ticks after the stop
+        qtbot.waitUntil(lambda: sum(t > stopped for t in ticks) >= 10, timeout=5_000)
         timer.stop()
     finally:
         window.run_options = {"report_max_tokens": 120}
@@ -193,17 +198,26 @@ def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, a
 def test_reopening_a_run_replays_its_tree_and_report_and_exports_it(
     qtbot: Any, aloop: Any, window: MainWindow, tmp_path: Path
 ) -> None:
-    assert SHARED, "needs the run of the first test"
+    _configure(window, "quick", rounds=1, queries=1)
+    final = _run_to_the_end(qtbot, window)
+    run_id = final.run_id
+    shape, markdown = window.tree_model.shape(), window.report.markdown_text()
+    unsupported = window.report.unsupported_citations()
+    assert shape and markdown.strip()
+    # the window moves on (as after a restart): nothing of the run is on screen any more
+    window.presenter.reset()
+    window.research_panel.question.clear()
+    assert window.tree_model.shape() == [] and window.report.markdown_text() == ""
+
     history = window.history_panel
-    qtbot.waitUntil(lambda: history.runs.topLevelItemCount() >= 2, timeout=10_000)
-    history.select_run(SHARED["run_id"])
+    history.select_run(run_id)
     with qtbot.waitSignal(window.presenter.finished, timeout=10_000):
         history.open_button.click()
     qtbot.waitUntil(lambda: history.open_button.isEnabled(), timeout=10_000)
-    assert window.presenter.run_id == SHARED["run_id"]
-    assert window.tree_model.shape() == SHARED["shape"]
-    assert window.report.markdown_text() == SHARED["markdown"]
-    assert window.report.unsupported_citations() == SHARED["unsupported"]
+    assert window.presenter.run_id == run_id
+    assert window.tree_model.shape() == shape
+    assert window.report.markdown_text() == markdown
+    assert window.report.unsupported_citations() == unsupported
     assert window.research_panel.question_text() == QUESTION
 
     # Ctrl+F finds in the report
@@ -216,9 +230,9 @@ def test_reopening_a_run_replays_its_tree_and_report_and_exports_it(
     assert window.report.textCursor().selectedText() == word
 
     # exports
-    md = window.export_to(tmp_path / "report.md")
-    html = window.export_to(tmp_path / "report.html")
-    pdf = window.export_to(tmp_path / "report.pdf")
+    md = await_in_test(qtbot, window.export_to(tmp_path / "report.md"))  # written off the GUI thread
+    html = await_in_test(qtbot, window.export_to(tmp_path / "report.html"))
+    pdf = await_in_test(qtbot, window.export_to(tmp_path / "report.pdf"))
     assert md and html and pdf
     text = md.read_text(encoding="utf-8")
     assert text.startswith(f"# {QUESTION}") and "## Sources" in text
@@ -228,8 +242,8 @@ def test_reopening_a_run_replays_its_tree_and_report_and_exports_it(
     # delete it (after confirming)
     from helpers import answer_confirmation
 
-    history.select_run(SHARED["run_id"])
+    history.select_run(run_id)
     history.delete_button.click()
     answer_confirmation(qtbot, window, yes=True)
-    qtbot.waitUntil(lambda: SHARED["run_id"] not in [r.run_id for r in history.summaries], timeout=10_000)
-    assert await_in_test(qtbot, window.services.history.get_run(SHARED["run_id"])) is None
+    qtbot.waitUntil(lambda: run_id not in [r.run_id for r in history.summaries], timeout=10_000)
+    assert await_in_test(qtbot, window.services.history.get_run(run_id)) is None
