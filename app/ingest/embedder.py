@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from app.core.errors import ModelError, ModelUnavailable
+from app.core.errors import ModelError, ModelNotFound, ModelUnavailable
 from app.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -35,6 +35,10 @@ MINILM_DIMENSION = 384
 MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence-transformers)
 TOKENS_PER_RUN = 2048  # caps one onnxruntime run (batch × padded length); small runs are faster on CPU
 REMOTE_MAX_TOKENS = 512
+EMBEDDING_HINT = (
+    "Check that the embedding server runs, or choose another embedding back end, model or server address "
+    "in Settings → Library."
+)
 
 
 @runtime_checkable
@@ -305,11 +309,9 @@ class ModelEmbedder:
             try:
                 result = self._call(self._model.embed(batch)).vectors
             except ModelError as exc:
-                raise type(exc)(
-                    f"The embedding model {self._name} could not embed text: {exc.message}",
-                    exc.hint.replace("choose another back end", "choose another embedding back end")
-                    or "Check the embedding settings (back end, model, server address).",
-                ) from exc
+                # the back end's hint speaks of the chat model's settings; this is about the embedding's
+                hint = EMBEDDING_HINT if not isinstance(exc, ModelNotFound) else f"{exc.hint} {EMBEDDING_HINT}"
+                raise type(exc)(f"The embedding model {self._name} could not embed text: {exc.message}", hint) from exc
             if len(result) != len(batch):
                 raise ModelError(
                     f"The embedding model {self._name} returned {len(result)} vectors for {len(batch)} texts."

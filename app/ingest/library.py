@@ -163,9 +163,13 @@ class Library:
         if close is not None:
             close()
 
+    async def embedding_model(self) -> str:
+        """The name of the embedding model in use (what new collections record)."""
+        return (await self._run(self.embedder)).model_name
+
     async def collections_needing_reindex(self) -> list[Collection]:
         """Collections built with another embedding model than the one in use."""
-        current = (await self._run(self.embedder)).model_name
+        current = await self.embedding_model()
         return [c for c in await self.collections() if c.embedding_model and c.embedding_model != current]
 
     def embedder(self) -> Embedder:
@@ -191,7 +195,12 @@ class Library:
     def _check_model(self, collection: Collection, embedder: Embedder) -> None:
         if not collection.embedding_model:
             return
-        if collection.embedding_model != embedder.model_name or collection.dimension != embedder.dimension:
+        if collection.embedding_model != embedder.model_name:
+            # the names differ: no need to ask a remote model its dimension (it may be down)
+            raise mismatch_message(
+                collection.name, collection.embedding_model, collection.dimension, embedder.model_name, None
+            )
+        if collection.dimension != embedder.dimension:
             raise mismatch_message(
                 collection.name,
                 collection.embedding_model,
@@ -211,11 +220,11 @@ class Library:
     async def create_collection(self, name: str, description: str = "") -> Collection:
         name = _clean_name(name)
         embedder = await self._run(self.embedder)
-        model, dimension = embedder.model_name, await self._run(lambda: embedder.dimension)
         existing = await self._run(self.catalog.collection, name)
         if existing is not None:
-            self._check_model(existing, embedder)
-        return await self._write(self.ledger.create_collection, name, description, model, dimension)
+            await self._run(self._check_model, existing, embedder)
+        dimension = await self._run(lambda: embedder.dimension)
+        return await self._write(self.ledger.create_collection, name, description, embedder.model_name, dimension)
 
     async def set_description(self, name: str, description: str) -> None:
         await self._write(self.catalog.set_description, name, description.strip())
@@ -379,7 +388,7 @@ class Library:
         if mode != "bm25":
             embedder = await self._run(self.embedder)
             for name in names:
-                self._check_model(known[name], embedder)
+                await self._run(self._check_model, known[name], embedder)
             vectors = await asyncio.get_running_loop().run_in_executor(
                 self._embed_executor, embedder.embed, list(queries)
             )

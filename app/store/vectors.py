@@ -95,8 +95,9 @@ def milvus_name(name: str) -> str:
     return f"fathom_{slug}_{digest}" if slug else f"fathom_{digest}"
 
 
-def mismatch_message(name: str, built_model: str, built_dim: int, model: str, dim: int) -> EmbeddingMismatch:
-    current = model if built_dim == dim else f"{model} ({dim} dims)"
+def mismatch_message(name: str, built_model: str, built_dim: int, model: str, dim: int | None) -> EmbeddingMismatch:
+    """The refusal, with the way out. ``dim`` None: the current model's dimension is not known."""
+    current = model if dim is None or built_dim == dim else f"{model} ({dim} dims)"
     shown = shlex.quote(name)
     return EmbeddingMismatch(
         f"Collection '{name}' was built with {built_model} ({built_dim} dims); "

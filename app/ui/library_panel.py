@@ -380,6 +380,19 @@ class LibraryPanel(QWidget):
         self._ingest_task = self._tasks.start(self._run_ingest([], collection, how="reindex"), "re-index")
         self._update_enabled()
 
+    async def reindex_all(self, collections: Sequence[str]) -> None:
+        """Re-index these collections one after another (each shows its progress)."""
+        for name in collections:
+            await self.wait_until_idle()
+            self.reindex(name)
+            await self.wait_until_idle()
+
+    async def wait_until_idle(self) -> None:
+        """Return once the indexing, re-index or repair in progress (if any) has ended."""
+        task = self._ingest_task
+        if task is not None and not task.done():
+            await asyncio.wait([task])
+
     def _context_menu(self, position: QPoint) -> None:
         if self._selected() is None:
             return

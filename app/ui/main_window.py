@@ -38,7 +38,7 @@ from app.ui.dialogs import ask_yes_no, show_error
 from app.ui.drop_zone import local_paths
 from app.ui.exporters import EXPORT_FILTERS, TABLE_FILTERS, export_report, export_table
 from app.ui.find_bar import FindBar
-from app.ui.formatting import duration
+from app.ui.formatting import count, duration
 from app.ui.history_panel import HistoryPanel
 from app.ui.library_panel import LibraryPanel
 from app.ui.report_view import ReportView
@@ -501,6 +501,33 @@ class MainWindow(QMainWindow):
         if app is not None:
             apply_theme(app, settings.ui.theme)
         self.statusBar().showMessage("Settings saved.", 5000)
+        self.tasks.start(self.apply_library_settings(settings), "apply the library settings")
+
+    async def apply_library_settings(self, settings: Settings) -> None:
+        """Hand new settings to the open library; when the embedding model changed,
+        offer to re-index the collections built with the old one."""
+        library = self.services.library
+        if library is None:
+            return
+        if self.library_panel.ingesting and settings.embedding != library.settings.embedding:
+            self.statusBar().showMessage("The new embedding model is used once the indexing in progress ends.")
+        await self.library_panel.wait_until_idle()
+        await library.use_settings(settings)
+        stale = await library.collections_needing_reindex()
+        if not stale:
+            return
+        names = ", ".join(f"“{c.name}”" for c in stale)
+        ok = await ask_yes_no(
+            self,
+            "Re-index collections",
+            f"{count(len(stale), 'collection')} {'was' if len(stale) == 1 else 'were'} built with another "
+            f"embedding model than {await library.embedding_model()}: {names}.",
+            "They cannot be searched with the new model until they are re-indexed. Re-index them now? Every "
+            "document is embedded again; your files are not touched. (Or do it later from a collection's "
+            "right-click menu, or switch the embedding model back in Settings.)",
+        )
+        if ok:
+            await self.library_panel.reindex_all([c.name for c in stale])
 
     # -- drag and drop anywhere on the window -----------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:

@@ -210,6 +210,11 @@ class SettingsDialog(QDialog):
             s.embedding.backend,
         )
         self.embedding_model = QLineEdit(s.embedding.model)
+        self.embedding_model.setToolTip("For Ollama or an OpenAI-compatible server: its embedding model's name")
+        self.embedding_url = QLineEdit(s.embedding.base_url)
+        self.embedding_url.setObjectName("embeddingUrl")
+        self.embedding_url.setPlaceholderText("empty: the model server above")
+        self.embedding_url.setToolTip("The Ollama host or OpenAI-compatible base URL that serves the embedding model")
         self.milvus_uri = QLineEdit(s.store.milvus_uri)
         self.milvus_uri.setPlaceholderText(f"empty: Milvus Lite in {paths.milvus_file}")
         self.milvus_uri.setToolTip("A file path means Milvus Lite; http://host:19530 a Milvus server")
@@ -223,14 +228,15 @@ class SettingsDialog(QDialog):
         form = QFormLayout(tab)
         form.addRow("Embeddings", self.embedding_backend)
         form.addRow("Embedding model", self.embedding_model)
+        form.addRow("Embedding server", self.embedding_url)
         form.addRow("Milvus URI", self.milvus_uri)
         form.addRow("Chunk size (tokens)", self.chunk_tokens)
         form.addRow("Largest file (MB)", self.max_file_mb)
         form.addRow("Data folder", data_dir)
         form.addRow("Settings file", settings_file)
         note = QLabel(
-            "Changing the embedding model or the Milvus URI takes effect after a restart; "
-            "collections remember the embedding model they were built with."
+            "A new embedding model is used at once; collections built with another one are offered a "
+            "re-index (they cannot be searched until then). A new Milvus URI takes effect after a restart."
         )
         note.setWordWrap(True)
         form.addRow(note)
@@ -317,6 +323,7 @@ class SettingsDialog(QDialog):
             embedding=EmbeddingSettings(
                 backend=str(self.embedding_backend.currentData()),
                 model=self.embedding_model.text().strip() or EmbeddingSettings().model,
+                base_url=self.embedding_url.text().strip(),
                 batch_size=s.embedding.batch_size,
             ),
             store=StoreSettings(milvus_uri=self.milvus_uri.text().strip()),

@@ -81,7 +81,7 @@ def test_ollama_embeddings_index_and_search_then_a_model_change_asks_for_a_reind
     assert main(["search", "kelp", "-c", "kb"]) == 2
     refused = capsys.readouterr().err
     assert "was built with ollama:smollm2:135m (576 dims)" in refused
-    assert "all-MiniLM-L6-v2-onnx-int8 (384 dims)" in refused
+    assert "the current embedding model is all-MiniLM-L6-v2-onnx-int8" in refused
     assert "fathom reindex --collection kb" in refused
     assert main(["ingest", str(docs), "-c", "kb"]) == 2
     assert "fathom reindex --collection kb" in capsys.readouterr().err
@@ -126,6 +126,6 @@ def test_an_unreachable_embedding_server_stops_the_ingest_with_a_sentence(
     assert main(["ingest", str(docs), "-c", "kb"]) == 2
     err = capsys.readouterr().err
     assert "The embedding model ollama:nomic-embed-text could not embed text: Ollama is not running at" in err
-    assert "choose another embedding back end in Settings" in err
+    assert "choose another embedding back end, model or server address in Settings" in err
     assert main(["collections", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []  # nothing half-made is left listed
