@@ -106,6 +106,7 @@ class Library:
         )
         try:
             library.recovery = library.ledger.recover()
+            library.recovery.research_runs_interrupted = _mark_interrupted_research(paths)
         except BaseException:
             library._close_sync()
             raise
@@ -444,6 +445,17 @@ class Library:
             picks = picks[:n]
         ids = [make_chunk_id(doc.doc_id, k) for doc, k in picks]
         return await self.get_chunks(ids)
+
+
+def _mark_interrupted_research(paths: AppPaths) -> int:
+    """Research runs left 'running' by a crash (this process now holds the data dir)."""
+    from app.store.runs import RunStore
+
+    runs = RunStore.open(paths)
+    try:
+        return runs.mark_interrupted_runs()
+    finally:
+        runs.close()
 
 
 def _clean_name(name: str) -> str:

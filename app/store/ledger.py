@@ -115,6 +115,7 @@ class Recovery:
     removals_finished: list[str] = field(default_factory=list)
     collections_removed: list[str] = field(default_factory=list)
     collections_recreated: list[str] = field(default_factory=list)
+    research_runs_interrupted: int = 0  # research runs a crash left 'running' in History
 
     def __bool__(self) -> bool:
         return any(
@@ -124,6 +125,7 @@ class Recovery:
                 self.removals_finished,
                 self.collections_removed,
                 self.collections_recreated,
+                self.research_runs_interrupted,
             )
         )
 
@@ -139,6 +141,8 @@ class Recovery:
             parts.append(f"the removal of {', '.join(repr(n) for n in self.collections_removed)} was finished")
         if self.collections_recreated:
             parts.append(f"the search index of {', '.join(repr(n) for n in self.collections_recreated)} was rebuilt")
+        if self.research_runs_interrupted:
+            parts.append(f"{self.research_runs_interrupted} research runs that were cut short are marked interrupted")
         return "; ".join(parts)
 
 

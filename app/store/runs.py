@@ -84,6 +84,13 @@ class RunStore:
     def close(self) -> None:
         self.db.conn.close()
 
+    def mark_interrupted_runs(self) -> int:
+        """Runs still 'running' when this process took the data dir were cut short (a crash,
+        a kill): they are marked 'interrupted', so History does not show them as running."""
+        with self.db.conn:
+            cursor = self.db.conn.execute(f"update {RUNS} set status = 'interrupted' where status = 'running'")
+        return int(cursor.rowcount)
+
     def _ensure_tables(self) -> None:
         self.db.table(RUNS).create(
             {

@@ -213,3 +213,27 @@ def test_repair_rebuilds_a_lost_index_and_reports_a_vanished_file(
         )
     finally:
         store.close()
+
+
+def test_a_research_run_cut_short_by_a_crash_is_marked_interrupted_at_the_next_start(
+    fathom_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.core.paths import app_paths
+    from app.store.runs import RunStore
+
+    runs = RunStore.open(app_paths().ensure())
+    try:
+        runs.start_run("r-killed", question="What are Milvus' limits?", mode="deep")  # the process died here
+    finally:
+        runs.close()
+    assert main(["repair", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["recovered_at_open"] == "1 research runs that were cut short are marked interrupted"
+    runs = RunStore.open(app_paths().ensure())
+    try:
+        summary = runs.get_run("r-killed")
+        assert summary is not None and summary.status == "interrupted"
+    finally:
+        runs.close()
+    assert main(["history"]) == 0
+    assert "interrupted" in capsys.readouterr().out
