@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from app.core.events import IngestEvent, IngestFinished
+    from collections.abc import AsyncIterator
+
+    from app.core.events import FileDone, IngestEvent, IngestFinished
     from app.ingest.library import Library
 
 SHOWN_REASONS = 20  # per kind in the summary; the rest are counted
@@ -66,30 +68,18 @@ def run(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     from app.core.errors import FathomError
-    from app.core.events import FileDone, IngestFinished
 
     err = sys.stderr
     library = open_library(err)
     if library is None:
         return 2
-    display = Display(err, quiet=args.quiet)
-    finished: IngestFinished | None = None
-    done: list[FileDone] = []
     try:
         try:
             events = library.ingest([Path(p) for p in args.paths], args.collection, description=args.description)
-            async for event in events:
-                display.show(event)
-                if isinstance(event, FileDone):
-                    done.append(event)
-                elif isinstance(event, IngestFinished):
-                    finished = event
+            finished, done = await follow(events, Display(err, quiet=args.quiet))
         except FathomError as exc:
-            display.clear()
             print(str(exc), file=err)
             return 2
-        finally:
-            display.clear()
         if finished is None:
             return 1
         print(summary(args.collection, finished, done), file=err)
@@ -98,6 +88,24 @@ async def _run(args: argparse.Namespace) -> int:
     finally:
         await library.aclose()
     return 0 if finished.indexed + finished.unchanged > 0 else 1
+
+
+async def follow(events: AsyncIterator[IngestEvent], display: Display) -> tuple[IngestFinished | None, list[FileDone]]:
+    """Show an ingest's events as they come; (its IngestFinished, the files it finished)."""
+    from app.core.events import FileDone, IngestFinished
+
+    finished: IngestFinished | None = None
+    done: list[FileDone] = []
+    try:
+        async for event in events:
+            display.show(event)
+            if isinstance(event, FileDone):
+                done.append(event)
+            elif isinstance(event, IngestFinished):
+                finished = event
+    finally:
+        display.clear()
+    return finished, done
 
 
 async def _describe(library: Library, collection: str, err: TextIO) -> None:

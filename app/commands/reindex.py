@@ -27,30 +27,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.commands.ingest import Display, open_library, summary
+    from app.commands.ingest import Display, follow, open_library, summary
     from app.core.errors import FathomError
-    from app.core.events import FileDone, IngestFinished
 
     err = sys.stderr
     library = open_library(err)
     if library is None:
         return 2
-    display = Display(err, quiet=args.quiet)
-    finished: IngestFinished | None = None
-    done: list[FileDone] = []
     try:
-        async for event in library.reindex(args.collection):
-            display.show(event)
-            if isinstance(event, FileDone):
-                done.append(event)
-            elif isinstance(event, IngestFinished):
-                finished = event
+        finished, done = await follow(library.reindex(args.collection), Display(err, quiet=args.quiet))
     except FathomError as exc:
-        display.clear()
         print(str(exc), file=err)
         return 2
     finally:
-        display.clear()
         await library.aclose()
     if finished is None:
         return 1

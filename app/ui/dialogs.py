@@ -38,21 +38,20 @@ async def ask_yes_no(parent: QWidget | None, title: str, text: str, informative:
 
 def show_error(parent: QWidget | None, title: str, text: str) -> QMessageBox:
     """A non-modal error box (returns at once)."""
-    box = QMessageBox(parent)
-    box.setObjectName("errorBox")
-    box.setIcon(QMessageBox.Icon.Warning)
-    box.setWindowTitle(title)
-    box.setText(text)
-    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    box.open()
-    return box
+    return _show(parent, "errorBox", QMessageBox.Icon.Warning, title, text)
 
 
 def show_message(parent: QWidget | None, title: str, text: str, informative: str = "") -> QMessageBox:
     """A non-modal information box (returns at once)."""
+    return _show(parent, "messageBox", QMessageBox.Icon.Information, title, text, informative)
+
+
+def _show(
+    parent: QWidget | None, name: str, icon: QMessageBox.Icon, title: str, text: str, informative: str = ""
+) -> QMessageBox:
     box = QMessageBox(parent)
-    box.setObjectName("messageBox")
-    box.setIcon(QMessageBox.Icon.Information)
+    box.setObjectName(name)
+    box.setIcon(icon)
     box.setWindowTitle(title)
     box.setText(text)
     if informative:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from app.core.errors import FathomError
 from app.llm.keys import KeyringState, keyring_state, set_api_key
 from app.ui.tasks import TaskKeeper
 
@@ -100,6 +101,24 @@ class ApiKeyField(QWidget):
         self.stateChanged.emit(state)
 
     # -- storing ----------------------------------------------------------
+    async def store_before_saving(
+        self, base_url: str, *, set_busy: Callable[[bool], None], is_open: Callable[[], bool], error: QLabel
+    ) -> bool:
+        """A dialog's save: store the typed key (the dialog busy meanwhile); True when the
+        keyring kept it and the dialog is still open, so the settings may be written."""
+        set_busy(True)
+        error.setText("")
+        try:
+            await self.store(base_url)
+        except FathomError as exc:
+            if is_open():
+                error.setText(f"Settings not saved: {exc}")
+            return False
+        finally:
+            if is_open():
+                set_busy(False)
+        return is_open()
+
     async def store(self, base_url: str) -> None:
         """Store the typed key under ``base_url``, off the loop; raises FathomError when the
         keyring did not keep it (the field then says so, and keeps the typed key)."""

@@ -24,7 +24,7 @@ from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from app.ui.citations import balance_fences, citation_number, cited_numbers, linkify_citations
-from app.ui.safe_document import set_untrusted_markdown
+from app.ui.safe_document import fragments, set_untrusted_markdown
 from app.ui.safe_markdown import neutralize_markdown
 from app.ui.theme import unsupported_colour
 from app.ui.tooltips import plain_tooltip
@@ -126,28 +126,21 @@ class ReportView(QTextBrowser):
     def _format_citations(self) -> None:
         flagged = self.unsupported_citations()
         doc = self.document()
-        block = doc.begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                fragment = it.fragment()
-                if fragment.isValid():
-                    fmt = fragment.charFormat()
-                    number = citation_number(fmt.anchorHref()) if fmt.isAnchor() else None
-                    if number is not None:
-                        cursor = QTextCursor(doc)
-                        cursor.setPosition(fragment.position())
-                        cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
-                        extra = QTextCharFormat()
-                        if number in flagged:
-                            extra.setForeground(unsupported_colour())
-                            extra.setFontStrikeOut(True)
-                            extra.setToolTip(plain_tooltip(f"Unsupported citation [{number}]: {flagged[number]}"))
-                        else:
-                            extra.setToolTip(f"Show source [{number}]")
-                        cursor.mergeCharFormat(extra)
-                it += 1
-            block = block.next()
+        for position, length, fmt in fragments(doc):
+            number = citation_number(fmt.anchorHref()) if fmt.isAnchor() else None
+            if number is None:
+                continue
+            cursor = QTextCursor(doc)
+            cursor.setPosition(position)
+            cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+            extra = QTextCharFormat()
+            if number in flagged:
+                extra.setForeground(unsupported_colour())
+                extra.setFontStrikeOut(True)
+                extra.setToolTip(plain_tooltip(f"Unsupported citation [{number}]: {flagged[number]}"))
+            else:
+                extra.setToolTip(f"Show source [{number}]")
+            cursor.mergeCharFormat(extra)
 
     # -- links and resources ----------------------------------------------
     def _on_anchor(self, url: QUrl) -> None:

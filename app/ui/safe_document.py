@@ -33,23 +33,30 @@ def set_untrusted_markdown(doc: QTextDocument, markdown: str, keep_link: Callabl
     return defuse(doc, keep_link)
 
 
-def defuse(doc: QTextDocument, keep_link: Callable[[str], bool] = no_links) -> int:
-    """Turn every link ``keep_link`` refuses into plain text followed by its target,
-    and every image into its name as text. Returns how many it changed."""
-    edits: list[tuple[int, int, str, str]] = []
+def fragments(doc: QTextDocument) -> list[tuple[int, int, QTextCharFormat]]:
+    """(position, length, format) of every run of same-format text, read before any edit."""
+    found: list[tuple[int, int, QTextCharFormat]] = []
     block = doc.begin()
     while block.isValid():
         it = block.begin()
         while not it.atEnd():
             fragment = it.fragment()
             if fragment.isValid():
-                fmt = fragment.charFormat()
-                if fmt.isImageFormat():
-                    edits.append((fragment.position(), fragment.length(), "image", fmt.toImageFormat().name()))
-                elif fmt.isAnchor() and not keep_link(fmt.anchorHref()):
-                    edits.append((fragment.position(), fragment.length(), "link", fmt.anchorHref()))
+                found.append((fragment.position(), fragment.length(), fragment.charFormat()))
             it += 1
         block = block.next()
+    return found
+
+
+def defuse(doc: QTextDocument, keep_link: Callable[[str], bool] = no_links) -> int:
+    """Turn every link ``keep_link`` refuses into plain text followed by its target,
+    and every image into its name as text. Returns how many it changed."""
+    edits: list[tuple[int, int, str, str]] = []
+    for position, length, fmt in fragments(doc):
+        if fmt.isImageFormat():
+            edits.append((position, length, "image", fmt.toImageFormat().name()))
+        elif fmt.isAnchor() and not keep_link(fmt.anchorHref()):
+            edits.append((position, length, "link", fmt.anchorHref()))
     # merge a link split over several fragments (bold inside a link), then edit from the end
     merged: list[tuple[int, int, str, str]] = []
     for start, length, kind, target in edits:

@@ -224,18 +224,10 @@ class SetupDialog(QDialog):
             self.save_task = self._tasks.start(self._store_key_then_write(new), "store the API key")
 
     async def _store_key_then_write(self, new: Settings) -> None:
-        self._set_busy(True)
-        self.error.setText("")
-        try:
-            await self.key_field.store(new.model.openai.base_url)
-        except FathomError as exc:
-            if not self._closed:
-                self.error.setText(f"Settings not saved: {exc}")
-            return
-        finally:
-            if not self._closed:
-                self._set_busy(False)
-        if not self._closed:
+        url = new.model.openai.base_url
+        if await self.key_field.store_before_saving(
+            url, set_busy=self._set_busy, is_open=lambda: not self._closed, error=self.error
+        ):
             self._write(new)
 
     def _write(self, new: Settings) -> None:
