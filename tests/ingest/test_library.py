@@ -1,7 +1,8 @@
 """The library end to end: real files → Docling → chunks → MiniLM → Milvus Lite → search.
 
 One ingest for the module (a spread of the Milvus docs, the Milvus PDF, and
-DOCX/PPTX/XLSX/HTML/text files made here); tests that change files run last.
+DOCX/PPTX/XLSX/HTML/text files made here) that the tests only read; a test that
+changes or deletes files ingests its own small folder, so the tests hold in any order.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from app.core.events import FileDone, IngestEvent, IngestFinished, IngestProgres
 from app.core.models import DocumentStatus
 from app.core.paths import AppPaths
 from app.core.settings import Settings
+from app.ingest.convert import Converter
 from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.ingest.library import Library
+from app.store.vectors import milvus_name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -47,6 +50,17 @@ def finished(events: list[IngestEvent]) -> IngestFinished:
     return last
 
 
+def stored_vectors(library: Library, collection: str, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+    """The dense vectors Milvus holds for these chunks, read from the store itself
+    (no public method returns vectors: search results carry chunks and scores only)."""
+    rows = library.store._client.get(milvus_name(collection), ids=chunk_ids, output_fields=["dense"])
+    return {str(row["chunk_id"]): np.asarray(row["dense"], dtype=np.float32) for row in rows}
+
+
+def chunk_ids_of(library: Library, collection: str, doc_ids: list[str]) -> list[str]:
+    return sorted(cid for doc_id in doc_ids for cid in library.store.document_chunk_ids(collection, doc_id))
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ingested(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> AsyncIterator[Ingested]:
     root = tmp_path_factory.mktemp("library")
@@ -62,6 +76,25 @@ async def ingested(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) 
     events = await collect(library.ingest([docs], "milvus", description="Milvus documentation"))
     yield Ingested(library=library, docs=docs, paths=paths, events=events, files=sorted(files))
     await library.aclose()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def small(tmp_path: Path, shared_data: Path, embedder: OnnxMiniLMEmbedder) -> AsyncIterator[Ingested]:
+    """A small library of its own, for the tests that change or delete files."""
+    docs = tmp_path / "docs"
+    files = copy_subset(shared_data, docs, ("userGuide/manage-partitions.md", "about/overview.md"))
+    files.extend(make_office_files(docs / "office").values())
+    notes = docs / "notes.txt"
+    notes.write_text("Field notes.\n\nThe quokka colony moved to the eastern ridge.\n", encoding="utf-8")
+    files.append(notes)
+    paths = paths_in(tmp_path / "home")
+    library = Library.open(Settings(), paths, embedder=embedder)
+    try:
+        events = await collect(library.ingest([docs], "milvus"))
+        assert finished(events).indexed == len(files)
+        yield Ingested(library=library, docs=docs, paths=paths, events=events, files=sorted(files))
+    finally:
+        await library.aclose()
 
 
 async def test_every_file_gets_chunks(ingested: Ingested) -> None:
@@ -131,6 +164,29 @@ async def test_pdf_hits_name_the_right_page(ingested: Ingested) -> None:
         assert re.sub(r"[^a-z0-9]", "", chunk.text.lower())[:40] in pages[chunk.page - 1]
 
 
+async def test_every_chunk_is_stored_with_the_vector_of_its_own_text(
+    ingested: Ingested, converter: Converter, embedder: OnnxMiniLMEmbedder
+) -> None:
+    """A vector filed under the wrong chunk would make meaning search return the wrong
+    passage: each chunk's stored vector must be the embedding of that chunk's text."""
+    library = ingested.library
+    names = ("WhatisMilvus.pdf", "manage-partitions.md", "report.docx", "notes.txt")
+    docs = [d for d in await library.documents("milvus") if Path(d.path).name in names]
+    assert sorted(Path(d.path).name for d in docs) == sorted(names)
+    for doc in docs:
+        pieces = converter.convert(Path(doc.path)).pieces
+        assert len(pieces) == doc.chunk_count, doc.path
+        expected = embedder.embed([p.embed_text for p in pieces])
+        ids = [f"{doc.doc_id}:{n:05d}" for n in range(doc.chunk_count)]
+        stored = stored_vectors(library, "milvus", ids)
+        assert sorted(stored) == ids, doc.path
+        for n, chunk_id in enumerate(ids):
+            assert float(stored[chunk_id] @ expected[n]) > 0.999, (doc.path, n)
+        # and meaning search with a chunk's own vector finds that chunk first
+        (hits,) = library.store.search("milvus", [pieces[0].text], expected[:1], mode="dense", top_k=1)
+        assert [h.chunk.chunk_id for h in hits] == [ids[0]], doc.path
+
+
 async def test_get_chunks_keeps_the_order_asked_and_sample_spreads(ingested: Ingested) -> None:
     (hits,) = await ingested.library.search(["partition key"], top_k=4)
     ids = [h.chunk.chunk_id for h in hits][::-1]
@@ -154,32 +210,38 @@ async def test_reingest_unchanged_writes_nothing(ingested: Ingested) -> None:
     assert ingested.library.store.count("milvus") == before
 
 
-async def test_a_changed_file_has_only_its_chunks_replaced(ingested: Ingested) -> None:
-    library = ingested.library
+async def test_a_changed_file_has_only_its_chunks_replaced(small: Ingested) -> None:
+    library = small.library
     docs = {d.path: d for d in await library.documents("milvus")}
-    notes = ingested.docs / "notes.txt"
-    others = {p: d for p, d in docs.items() if p != str(notes)}
-    other_ids = sorted(cid for d in others.values() for cid in library.store.document_chunk_ids("milvus", d.doc_id))
-    vector_before = library.store.get_chunks("milvus", [other_ids[0]])
+    notes = small.docs / "notes.txt"
+    others = [d.doc_id for p, d in docs.items() if p != str(notes)]
+    other_ids = chunk_ids_of(library, "milvus", others)
+    vectors_before = stored_vectors(library, "milvus", other_ids)
+    assert sorted(vectors_before) == other_ids
     notes.write_text("Field notes.\n\nThe wombat burrow flooded after the storm.\n", encoding="utf-8")
 
-    end = finished(await collect(library.ingest([ingested.docs], "milvus")))
+    end = finished(await collect(library.ingest([small.docs], "milvus")))
 
-    assert (end.indexed, end.unchanged) == (1, len(ingested.files) - 1)
-    after_ids = sorted(cid for d in others.values() for cid in library.store.document_chunk_ids("milvus", d.doc_id))
-    assert after_ids == other_ids
-    assert library.store.get_chunks("milvus", [other_ids[0]]) == vector_before
+    assert (end.indexed, end.unchanged) == (1, len(small.files) - 1)
+    assert chunk_ids_of(library, "milvus", others) == other_ids
+    vectors_after = stored_vectors(library, "milvus", other_ids)
+    assert sorted(vectors_after) == other_ids
+    assert all(np.array_equal(vectors_after[cid], vectors_before[cid]) for cid in other_ids)
     (hits,) = await library.search(["wombat burrow"], mode="bm25", top_k=3)
     assert hits and hits[0].chunk.path == str(notes)
+    (near,) = await library.search(["a wombat's burrow was flooded by a storm"], mode="dense", top_k=1)
+    assert near[0].chunk.path == str(notes)  # the new text has its new vector
     (stale,) = await library.search(["quokka colony"], mode="bm25", top_k=3)
     assert all("quokka" not in h.chunk.text for h in stale)
     assert library.store.count("milvus") == sum(d.chunk_count for d in await library.documents("milvus"))
 
 
-async def test_a_deleted_file_is_removed_on_rescan(ingested: Ingested) -> None:
-    library = ingested.library
-    gone = ingested.docs / "office" / "slides.pptx"
+async def test_a_deleted_file_is_removed_on_rescan(small: Ingested) -> None:
+    library = small.library
+    gone = small.docs / "office" / "slides.pptx"
     doc = next(d for d in await library.documents("milvus") if d.path == str(gone))
+    (before,) = await library.search(["aurora borealis tundra"], mode="bm25", top_k=5)
+    assert before and before[0].chunk.path == str(gone)  # found while the file is there
     gone.unlink()
     events = await collect(library.rescan("milvus"))
     removed = [e for e in events if isinstance(e, FileDone) and e.status == "removed"]

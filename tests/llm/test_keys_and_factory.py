@@ -135,7 +135,9 @@ async def test_probe_lists_every_backend(ollama_loopback: OllamaLoopback) -> Non
     assert statuses["ollama"].reachable and statuses["ollama"].models == [MODEL_NAME]
     assert statuses["llamacpp"].reachable and statuses["llamacpp"].models == [STARTER_NAME]
     assert not statuses["openai"].reachable and "not configured" in statuses["openai"].detail
-    assert json.dumps([dataclasses.asdict(s) for s in statuses.values()])
+    # `fathom doctor --json` prints these as they are
+    printed = json.loads(json.dumps([dataclasses.asdict(s) for s in statuses.values()]))
+    assert {s["name"]: s["reachable"] for s in printed} == {"ollama": True, "llamacpp": True, "openai": False}
 
 
 def test_doctor_json_lists_llamacpp_with_the_starter_model_as_usable(
@@ -159,9 +161,13 @@ def test_doctor_json_lists_llamacpp_with_the_starter_model_as_usable(
     assert report["usable"] is True
 
 
-def test_doctor_human_report_names_each_backend(capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_human_report_names_each_backend(
+    capsys: pytest.CaptureFixture[str], fathom_home: Path, unused_tcp_port: int
+) -> None:
+    save_settings(_auto(unused_tcp_port), fathom_home / "config" / "settings.toml")
     parser = argparse.ArgumentParser()
     doctor.add_arguments(parser)
-    doctor.run(parser.parse_args([]))
+    assert doctor.run(parser.parse_args([])) == 0
     out = capsys.readouterr().out
     assert "ok llamacpp" in out and STARTER_NAME in out and "Versions" in out
+    assert "-- ollama" in out and "ollama serve" in out  # the unreachable one says how to start it

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,16 +27,15 @@ def run_ask(argv: list[str]) -> int:
 
 
 def ingest(path: Path, collection: str) -> None:
-    async def go() -> None:
+    async def go() -> list[Any]:
         library = Library.open(Settings(), app_paths())
         try:
-            async for event in library.ingest([path], collection):
-                if isinstance(event, IngestFinished):
-                    assert event.indexed == 1
+            return [event async for event in library.ingest([path], collection)]
         finally:
             await library.aclose()
 
-    asyncio.run(go())
+    events = asyncio.run(go())
+    assert isinstance(events[-1], IngestFinished) and events[-1].indexed == 1, events[-1]
 
 
 def test_ask_refuses_an_empty_library_and_an_unknown_collection(
