@@ -2,6 +2,7 @@
 
 The research loop routes questions to collections by these descriptions, so
 the prompt asks for what the documents cover, in one or two plain sentences.
+The excerpts and the collection's name are fenced data (:mod:`app.llm.fencing`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from app.core.errors import ModelError
 from app.core.models import Chunk
 from app.llm.base import ChatModel, Message
+from app.llm.fencing import DATA_RULE, fence
 from app.llm.reasoning import split_think
 
 EXCERPT_CHARS = 400
@@ -25,14 +27,23 @@ SYSTEM = (
 
 
 def description_prompt(name: str, chunks: Sequence[Chunk]) -> list[Message]:
+    """The prompt: the collection's name and each excerpt (with its source and
+    headings) fenced as data; only the request around them is Fathom's."""
     excerpts = []
     for i, chunk in enumerate(chunks, 1):
         where = chunk.title or chunk.path.rsplit("/", 1)[-1]
         heading = f" ({chunk.heading_path})" if chunk.headings else ""
-        text = " ".join(chunk.text.split())[:EXCERPT_CHARS]
-        excerpts.append(f"Excerpt {i}, from {where}{heading}:\n{text}")
-    user = f"Collection name: {name}\n\n" + "\n\n".join(excerpts) + "\n\nDescribe this collection."
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        excerpts.append(
+            fence(f"excerpt {i}", " ".join(chunk.text.split()), max_chars=EXCERPT_CHARS, title=where + heading)
+        )
+    user = (
+        "Collection name:\n"
+        + fence("name", name, max_chars=200)
+        + "\n\nExcerpts:\n"
+        + "\n".join(excerpts)
+        + "\n\nDescribe this collection."
+    )
+    return [{"role": "system", "content": f"{SYSTEM}\n{DATA_RULE}"}, {"role": "user", "content": user}]
 
 
 def clean_description(text: str) -> str:

@@ -232,9 +232,9 @@ def check_messages(
     for n in numbers:
         claims = " ".join(c.sentence for c in citations if c.number == n)
         docs.append(prompts.fence(label[n], focused(source_text(n), claims, per_source), max_chars=per_source))
+    # the claims are a model's sentences written from the documents: data, fenced
     claims_block = "\n".join(
-        f"Claim {i} (source {label[c.number]}): {prompts.neutralise(c.sentence)}"
-        for i, c in enumerate(citations, start=1)
+        f"Claim {i} (source {label[c.number]}): {c.sentence}" for i, c in enumerate(citations, start=1)
     )
     return [
         prompts.system(
@@ -243,7 +243,9 @@ def check_messages(
             f"Give {len(citations)} verdicts, one per claim in order: supported (the source states it), "
             "contradicted (the source states the opposite) or unsupported (the source does not state it).",
         ),
-        prompts.user("\n".join(docs), f"Claims:\n{claims_block}"),
+        prompts.user(
+            "\n".join(docs), "Claims:\n" + prompts.fence("claims", claims_block, max_chars=len(claims_block) + 200)
+        ),
     ]
 
 

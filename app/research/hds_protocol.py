@@ -5,7 +5,8 @@ A reasoning model thinks in ``<think>…</think>``, asks for searches with
 as one query-labelled block appended to a rolling log, and ends with
 ``\\boxed{answer}`` or ``<answer>…</answer>``. These are the pure parts:
 parsing the queries (split, de-duplicate, cap), reading the answer, and
-formatting the results block.
+formatting the log: a turn's queries, and the results block, where every hit
+is fenced as data.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from app.core.models import Hit
+from app.llm.fencing import fence, neutralise
 
 BEGIN_QUERIES = "<|begin search queries|>"
 END_QUERIES = "<|end search queries|>"
@@ -131,18 +133,23 @@ def extract_answer(text: str) -> str | None:
     return None
 
 
+def queries_turn(queries: Sequence[str]) -> str:
+    """A turn's searches as the log shows them: the protocol block, rebuilt from the
+    parsed queries (what the model wrote around them, and any "results" it made up,
+    are not kept)."""
+    return f"{BEGIN_QUERIES} {'; '.join(neutralise(q) for q in queries)} {END_QUERIES}"
+
+
 def results_block(results: Sequence[tuple[str, Sequence[tuple[int, Hit]]]], *, chars_per_hit: int = 500) -> str:
-    """One block with every query's results, each hit labelled with its ``[n]``."""
+    """One block with every query's results, each hit fenced as a document whose id
+    is its evidence number ``n`` (cited ``[n]``)."""
     lines = [BEGIN_RESULTS]
     for query, hits in results:
-        lines.append(f'Results for "{query}":')
+        lines.append(f'Results for "{neutralise(query)}":')
         if not hits:
             lines.append("(nothing found)")
         for number, hit in hits:
-            text = " ".join(hit.chunk.text.split())
-            if len(text) > chars_per_hit:
-                text = text[:chars_per_hit].rsplit(" ", 1)[0] + " …"
             title = hit.chunk.title or hit.chunk.path.rsplit("/", 1)[-1]
-            lines.append(f"[{number}] ({title}) {text}")
+            lines.append(fence(number, " ".join(hit.chunk.text.split()), max_chars=chars_per_hit, title=title))
     lines.append(END_RESULTS)
     return "\n".join(lines)

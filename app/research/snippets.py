@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.llm.fencing import withhold_instructions
 from app.research.bridging import STOPWORDS, sentences, words
 from app.research.evidence import EvidenceRegistry
 
 
 def focused(text: str, focus: str, max_chars: int) -> str:
     """``text`` cut to about ``max_chars`` by keeping its sentences that share most
-    content words with ``focus``, in their original order (the best one always)."""
+    content words with ``focus``, in their original order (the best one always).
+
+    A passage that addresses the assistant is withheld whole first
+    (:func:`~app.llm.fencing.withhold_instructions`): a cut could keep its payload
+    and drop the sentence that gives it away."""
+    text = withhold_instructions(text)
     if len(text) <= max_chars:
         return text
     terms = {w for w in words(focus) if w not in STOPWORDS}

@@ -14,7 +14,7 @@ from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.ingest.library import Library
 
 
-def test_the_prompt_shows_excerpts_with_their_source_and_headings() -> None:
+def test_the_prompt_fences_the_name_and_each_excerpt_with_its_source_and_headings() -> None:
     chunk = Chunk(
         chunk_id="d:00000",
         doc_id="d",
@@ -26,8 +26,11 @@ def test_the_prompt_shows_excerpts_with_their_source_and_headings() -> None:
     )
     messages = description_prompt("coast", [chunk])
     user = messages[1]["content"]
-    assert "Collection name: coast" in user
-    assert "Excerpt 1, from Tide Tables (Tides > Spring):\nThe spring tide peaks at 5.2 metres." in user
+    # the name and each excerpt are fenced data, the excerpt titled with its source and headings
+    assert '<document id="name">\ncoast\n</document>' in user
+    excerpt = '<document id="excerpt 1" title="Tide Tables (Tides › Spring)">'
+    assert f"{excerpt}\nThe spring tide peaks at 5.2 metres.\n</document>" in user
+    assert "quoted data" in messages[0]["content"]
 
 
 def test_reasoning_and_labels_are_cleaned_off() -> None:

@@ -49,7 +49,7 @@ async def test_protocol_turns_search_log_and_answer() -> None:
     assert origins == [(QUESTION, "original"), ("Milvus company", "hds"), ("Zilliz location", "hds")]
     # turn 2's prompt is the rolling log: turn 1's queries and one labelled results block
     turn1 = model.calls[0].prompt
-    assert f'Results for "{QUESTION}":' in turn1 and "[1] (" in turn1
+    assert f'Results for "{QUESTION}":' in turn1 and '<document id="1" title=' in turn1
     turn2 = model.calls[1].prompt
     assert 'Results for "Milvus company":' in turn2 and turn2.count("<|begin search results|>") == 2
     assert "made up" not in turn2 and "who makes it?" not in turn2
@@ -58,7 +58,7 @@ async def test_protocol_turns_search_log_and_answer() -> None:
     assert [r.text for r in of(events, ReasoningDelta)][:2] == ["who makes it?", "found it"]
     # every hit the model saw is numbered evidence; the report cites it
     z1 = next(e for e in final.report.evidence if e.chunk_id == "z1")
-    assert f"[{z1.number}]" in turn3
+    assert f'<document id="{z1.number}"' in turn3
     assert final.report.markdown.startswith("Zilliz")
 
 

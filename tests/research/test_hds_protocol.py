@@ -75,13 +75,13 @@ def test_think_is_split_from_the_visible_text() -> None:
     assert rest == "Answer"
 
 
-def test_results_block_labels_each_query_and_numbers_each_hit() -> None:
+def test_results_block_labels_each_query_and_fences_each_hit_under_its_number() -> None:
     chunk = Chunk(chunk_id="c1", doc_id="d", collection="k", path="/x/a.md", text="Milvus   is\na database.", title="A")
     block = results_block([("what is milvus", [(3, Hit(chunk=chunk, score=1.0))]), ("nothing", [])])
     lines = block.splitlines()
     assert lines[0] == BEGIN_RESULTS and lines[-1] == END_RESULTS
     assert 'Results for "what is milvus":' in lines
-    assert "[3] (A) Milvus is a database." in lines
+    assert lines[2:5] == ['<document id="3" title="A">', "Milvus is a database.", "</document>"]
     assert "(nothing found)" in lines
 
 

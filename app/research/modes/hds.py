@@ -1,14 +1,16 @@
 """hds: the Hybrid Deep Searcher protocol, for reasoning models.
 
-Each turn the model sees the question and a rolling log of its earlier turns
-and the search results so far. It thinks (``<think>``), then either asks for
+Each turn the model sees the question and a rolling log of its earlier turns'
+queries (rebuilt from what was parsed: nothing else it wrote is replayed) and
+the search results so far. It thinks (``<think>``), then either asks for
 searches — ``<|begin search queries|> q1; q2 <|end search queries|>`` — or
 gives its final answer as ``\\boxed{…}`` or ``<answer>…</answer>``. Queries are
 split, de-duplicated (also against earlier turns) and capped by the parallel
 limit (``max_subqueries``) and the search calls left; their results come back
-as ONE query-labelled block appended to the log, every hit numbered ``[n]`` as
-in the evidence table. Turns are capped by ``max_rounds``; when a budget runs
-out the model gets one final-answer turn. The first turn always searches the
+as ONE query-labelled block appended to the log, every hit fenced as a
+document whose id is its number ``[n]`` in the evidence table. Turns are
+capped by ``max_rounds``; when a budget runs out the model gets one
+final-answer turn. The first turn always searches the
 original question too, and a turn that neither searches nor answers is read
 as a request to search the question (a tiny model's nonsense never ends the
 run). The cited report is written from the evidence, with the answer on top.
@@ -30,6 +32,7 @@ from app.research.hds_protocol import (
     BEGIN_QUERIES,
     END_QUERIES,
     extract_answer,
+    queries_turn,
     raw_queries,
     results_block,
     select_queries,
@@ -48,12 +51,12 @@ SYSTEM = (
     "You answer the user's question by searching a private document library.",
     "You may think first inside <think> and </think>.",
     f"To search, write {BEGIN_QUERIES} then one or more short search queries separated by ; then "
-    f"{END_QUERIES}, and stop writing. The search results will be added below, each result numbered "
-    "in square brackets.",
+    f"{END_QUERIES}, and stop writing. The search results will be added below, each result a document "
+    "with a number as its id.",
     "Search again when facts are missing; each query should look for one fact.",
     "When the results answer the question, write the final answer as \\boxed{the answer}: only the answer, "
     "as short as possible.",
-    prompts.DATA_RULE.replace("between <document> and </document> tags", "inside search results"),
+    prompts.DATA_RULE,
 )
 
 FINAL_INSTRUCTION = (
@@ -128,7 +131,8 @@ async def run_mode(ctx: RunContext) -> Report:
                 answer = extract_answer(text)
                 if answer is None:  # neither searched nor answered: on to the final-answer turn
                     ctx.notice(f"Turn {round_no} neither searched nor answered.", node_id=round_node)
-                log += f"\n{visible}" if visible else ""
+                # what the model wrote instead is data for its final turn, fenced like any other
+                log += "\n" + prompts.fence("your last turn", visible, max_chars=600) if visible else ""
                 break
             picked = select_queries(
                 candidates,
@@ -146,7 +150,7 @@ async def run_mode(ctx: RunContext) -> Report:
                 break
             seen += picked.queries
             block = await _search(ctx, list(picked.queries), round_node, round_no, ["hds"] * len(picked.queries))
-            log += f"\n{visible}\n{block}"
+            log += f"\n{queries_turn(picked.queries)}\n{block}"
         ctx.stop("completed")
     except BudgetHit as hit:
         ctx.stop(hit.budget)
@@ -158,6 +162,6 @@ async def run_mode(ctx: RunContext) -> Report:
         if answer is None:
             visible = strip_protocol(text)
             answer = prompts.clip(visible, 200) if visible else None
-    guidance = f"The search protocol's final answer was: {prompts.neutralise(answer)}" if answer else ""
+    guidance = "The search protocol's final answer was:\n" + prompts.fence("answer", answer) if answer else ""
     report = await ctx.write_report(guidance=guidance, answer=answer or "")
     return report
