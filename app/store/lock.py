@@ -5,6 +5,8 @@ Fathom on the same data dir gets a sentence instead of a stack trace. The lock
 is an OS file lock (``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows):
 the OS drops it when the holder closes it or dies, so a crash never leaves a
 stale lock behind. The file keeps the holder's process id, for the curious.
+:func:`is_locked_elsewhere` tries the same kind of lock on another file and lets
+it go (how a Milvus Lite data dir held by another process is recognised).
 """
 
 from __future__ import annotations
@@ -65,6 +67,22 @@ def acquire_instance_lock(paths: AppPaths) -> InstanceLock:
     except OSError:
         pass  # the pid is a courtesy; the lock itself is what counts
     return InstanceLock(fd, path)
+
+
+def is_locked_elsewhere(path: str) -> bool:
+    """True when another holder has an OS lock on the file at ``path`` (no file: False)."""
+    if not os.path.exists(path):
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        try:
+            _lock(fd)
+        except OSError:
+            return True
+        _unlock(fd)
+        return False
+    finally:
+        os.close(fd)
 
 
 if sys.platform == "win32":

@@ -1,0 +1,192 @@
+"""How a Fathom collection is laid out in Milvus: its name, fields, properties and rows.
+
+One Milvus collection per Fathom collection: the chunk's metadata as scalar
+fields, a dense vector field (unit vectors, inner product, so cosine) and a
+BM25 sparse field that Milvus fills from ``text`` with :mod:`app.store.bm25_analyzer`.
+The collection's properties record the Fathom name, the embedding model and
+dimension it was built with, and the schema version. There are no migrations
+yet: version ``1`` is the only layout there has been.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from app.core.errors import EmbeddingMismatch, StoreError
+from app.core.models import Chunk
+from app.store.bm25_analyzer import ANALYZER
+
+# Collection properties that record who a collection belongs to and how it was built.
+PROP_NAME = "fathom.name"
+PROP_MODEL = "fathom.embedding_model"
+PROP_DIM = "fathom.dimension"
+
+PROP_SCHEMA = "fathom.schema"
+SCHEMA_VERSION = "1"
+
+HEADING_SEPARATOR = "\x1f"  # unit separator: never part of a heading
+NO_PAGE = -1
+MAX_VARCHAR = 65_535  # bytes, Milvus' varchar ceiling
+ID_MAX = 512
+OUTPUT_FIELDS = ["chunk_id", "doc_id", "collection", "path", "title", "headings", "page", "chunk_no", "text"]
+
+
+# -- names --------------------------------------------------------------------
+
+
+def milvus_name(name: str) -> str:
+    """The Milvus collection name for a Fathom collection name.
+
+    Milvus allows letters, digits and underscores, starting with a letter or an
+    underscore, at most 255 characters; Fathom names are any text. The result is
+    readable (an ASCII slug) and unique (a hash of the full name), and the same
+    on every run, so no separate mapping has to be kept.
+    """
+    if not name.strip():
+        raise StoreError("A collection needs a name.", "Give it a name of at least one visible character.")
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", folded).strip("_").lower()[:48]
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
+    return f"fathom_{slug}_{digest}" if slug else f"fathom_{digest}"
+
+
+def mismatch_message(name: str, built_model: str, built_dim: int, model: str, dim: int | None) -> EmbeddingMismatch:
+    """The refusal, with the way out. ``dim`` None: the current model's dimension is not known."""
+    current = model if dim is None or built_dim == dim else f"{model} ({dim} dims)"
+    shown = shlex.quote(name)
+    return EmbeddingMismatch(
+        f"Collection '{name}' was built with {built_model} ({built_dim} dims); "
+        f"the current embedding model is {current}. "
+        f"Re-index it (Re-index in the library's menu, or `fathom reindex --collection {shown}`) "
+        "— or switch the embedding model back in Settings."
+    )
+
+
+# -- the collection -------------------------------------------------------------
+
+
+def create_milvus_collection(
+    client: Any,
+    name: str,
+    dimension: int,
+    embedding_model: str,
+    *,
+    dense_index: dict[str, Any],
+    timeout: float | None,
+) -> None:
+    """Create the Milvus collection of Fathom collection ``name``, with its indexes."""
+    from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+    if dimension <= 0:
+        raise StoreError(f"An embedding dimension must be positive, not {dimension}.")
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX)
+    schema.add_field("doc_id", DataType.VARCHAR, max_length=ID_MAX)
+    schema.add_field("collection", DataType.VARCHAR, max_length=1024)
+    schema.add_field("path", DataType.VARCHAR, max_length=MAX_VARCHAR)
+    schema.add_field("title", DataType.VARCHAR, max_length=MAX_VARCHAR)
+    schema.add_field("headings", DataType.VARCHAR, max_length=MAX_VARCHAR)
+    schema.add_field("page", DataType.INT64)
+    schema.add_field("chunk_no", DataType.INT64)
+    schema.add_field(
+        "text",
+        DataType.VARCHAR,
+        max_length=MAX_VARCHAR,
+        enable_analyzer=True,
+        analyzer_params=ANALYZER,
+    )
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_function(
+        Function(
+            name="text_bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=["text"],
+            output_field_names=["sparse"],
+        )
+    )
+    index = client.prepare_index_params()
+    index.add_index("dense", metric_type="IP", **dense_index)
+    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    mname = milvus_name(name)
+    client.create_collection(
+        mname,
+        schema=schema,
+        properties={
+            PROP_NAME: name,
+            PROP_MODEL: embedding_model,
+            PROP_DIM: str(dimension),
+            PROP_SCHEMA: SCHEMA_VERSION,
+        },
+        timeout=timeout,
+    )
+    # sync=False: pymilvus would otherwise poll AllocTimestamp, which Milvus Lite lacks.
+    client.create_index(mname, index, timeout=timeout, sync=False)
+
+
+# -- rows -----------------------------------------------------------------------
+
+
+def safe_text(text: str) -> str:
+    """Text Milvus can carry: a file name that is not UTF-8 (lone surrogates from
+    ``os.fsdecode``) keeps a visible, stable spelling instead of failing the insert."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clip(text: str, limit: int = MAX_VARCHAR) -> str:
+    text = safe_text(text)
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore")
+
+
+def unit_vectors(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int) -> np.ndarray:
+    """``vectors`` as float32 rows of length one (inner product is then cosine similarity)."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[1] != dim:
+        raise StoreError(f"Expected vectors of {dim} dimensions, got an array of shape {array.shape}.")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms == 0, 1.0, norms)
+
+
+def chunk_to_row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
+    return {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "collection": _clip(chunk.collection, 1024),
+        "path": _clip(chunk.path),
+        "title": _clip(chunk.title),
+        "headings": _clip(HEADING_SEPARATOR.join(chunk.headings)),
+        "page": NO_PAGE if chunk.page is None else int(chunk.page),
+        "chunk_no": int(chunk.chunk_no),
+        "text": _clip(chunk.text),
+        "dense": vector.tolist(),
+    }
+
+
+def row_to_chunk(entity: dict[str, Any]) -> Chunk:
+    headings = entity.get("headings") or ""
+    page = int(entity.get("page", NO_PAGE))
+    return Chunk(
+        chunk_id=str(entity["chunk_id"]),
+        doc_id=str(entity.get("doc_id", "")),
+        collection=str(entity.get("collection", "")),
+        path=str(entity.get("path", "")),
+        text=str(entity.get("text", "")),
+        title=str(entity.get("title", "")),
+        headings=tuple(headings.split(HEADING_SEPARATOR)) if headings else (),
+        page=None if page == NO_PAGE else page,
+        chunk_no=int(entity.get("chunk_no", 0)),
+    )

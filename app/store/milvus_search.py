@@ -1,0 +1,110 @@
+"""One search call on a Fathom collection in Milvus: dense, BM25 or hybrid.
+
+Hybrid runs the dense and the BM25 search side by side and fuses the two
+lists by reciprocal rank (k=60). Filters narrow a search to some documents or
+to a path prefix; hits come back as :class:`~app.core.models.Hit` per query.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from app.core.models import Hit
+from app.store.milvus_schema import OUTPUT_FIELDS, row_to_chunk, safe_text
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "bm25")
+
+RRF_K = 60
+BM25_SEARCH: dict[str, Any] = {"metric_type": "BM25"}
+
+
+# -- filters ------------------------------------------------------------------
+
+
+def literal(value: str) -> str:
+    """A Milvus filter string literal."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _like_prefix(prefix: str) -> str:
+    # Milvus Lite's LIKE has no escapes, so a '%' or '_' in the prefix is a wildcard
+    # there; search_collection() re-checks the prefix exactly on the rows that come back.
+    return literal(safe_text(prefix) + "%")
+
+
+def build_filter(doc_ids: Sequence[str] | None, path_prefix: str | None) -> str:
+    parts = []
+    if doc_ids is not None:
+        parts.append(f"doc_id in [{', '.join(literal(d) for d in doc_ids)}]")
+    if path_prefix:
+        parts.append(f"path like {_like_prefix(path_prefix)}")
+    return " and ".join(parts)
+
+
+# -- searching ------------------------------------------------------------------
+
+
+def search_collection(
+    client: Any,
+    mname: str,
+    queries: Sequence[str],
+    dense: list[list[float]],
+    *,
+    mode: SearchMode,
+    top_k: int,
+    doc_ids: Sequence[str] | None,
+    path_prefix: str | None,
+    candidates: int | None,
+    dense_search: dict[str, Any],
+    timeout: float | None,
+) -> list[list[Hit]]:
+    """Search Milvus collection ``mname``; result i answers query i, best first.
+
+    ``dense`` holds one unit vector per query (empty for bm25); ``dense_search``
+    is the dense field's search parameters; hybrid fuses lists ``candidates`` long
+    (default: max(2·top_k, 20)).
+    """
+    expr = build_filter(doc_ids, path_prefix)
+    texts = [q if q.strip() else " " for q in queries]
+    raw: Any
+    if mode == "hybrid":
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        pool = candidates or max(2 * top_k, 20)
+        requests = [
+            AnnSearchRequest(data=dense, anns_field="dense", param=dense_search, limit=pool, expr=expr or None),
+            AnnSearchRequest(data=texts, anns_field="sparse", param=BM25_SEARCH, limit=pool, expr=expr or None),
+        ]
+        raw = client.hybrid_search(
+            mname, requests, ranker=RRFRanker(RRF_K), limit=top_k, output_fields=OUTPUT_FIELDS, timeout=timeout
+        )
+    else:
+        data, field, params = (dense, "dense", dense_search) if mode == "dense" else (texts, "sparse", BM25_SEARCH)
+        raw = client.search(
+            mname,
+            data=data,
+            anns_field=field,
+            limit=top_k,
+            filter=expr,
+            output_fields=OUTPUT_FIELDS,
+            search_params=params,
+            timeout=timeout,
+        )
+    return [_hits(query, hits, mode, path_prefix) for query, hits in zip(queries, raw, strict=True)]
+
+
+def _hits(query: str, raw: Any, mode: SearchMode, path_prefix: str | None) -> list[Hit]:
+    found = []
+    for hit in raw:
+        entity = dict(hit.get("entity", {}))
+        entity.setdefault("chunk_id", hit.get("id", hit.get("chunk_id")))
+        score = float(hit.get("distance", 0.0))
+        # Milvus Lite reports BM25 as a negated distance, a server as a score.
+        found.append(Hit(chunk=row_to_chunk(entity), score=abs(score) if mode == "bm25" else score, query=query))
+    if path_prefix:  # ``like`` is exact on servers; keep the guarantee everywhere
+        prefix = safe_text(path_prefix)
+        found = [h for h in found if h.chunk.path.startswith(prefix)]
+    return found
