@@ -1,10 +1,15 @@
 """The catalog: which collections exist, which files each holds and in what state.
 
 SQLite through sqlite-utils, in WAL mode, at ``AppPaths.catalog_file``. The
-research-run tables of ``app/store/runs.py`` share the file; the tables here
-are ``collections``, ``documents``, ``ingest_roots`` and ``ingest_runs``.
+research-run tables of ``app/store/research_runs.py`` share the file; the tables
+here are ``collections``, ``documents``, ``ingest_roots`` and ``ingest_runs``.
 
 One connection guarded by a lock, so any thread may call any method.
+
+One job, not split: the library's own record — its collections, their files,
+the folders they came from and the ingests that ran over them — behind that one
+connection and lock, so that removing a document or a collection, which touches
+several of these tables, commits as one.
 
 The catalog only stores state; the order in which a document's state and its
 chunks in Milvus change together (what makes a crash recoverable) is kept by

@@ -17,7 +17,7 @@ from history_fixture import DEEP_RUN, EXPECTED, STOPPED_RUN, TABLE_RUN, outline,
 from app.core.events import Finished, Notice, RunStarted
 from app.core.paths import app_paths
 from app.research.tree import build_tree
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 
 @pytest.fixture
