@@ -53,7 +53,7 @@ import logging
 import os
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -118,16 +118,8 @@ class Recovery:
     research_runs_interrupted: int = 0  # research runs a crash left 'running' in History
 
     def __bool__(self) -> bool:
-        return any(
-            (
-                self.rolled_forward,
-                self.rolled_back,
-                self.removals_finished,
-                self.collections_removed,
-                self.collections_recreated,
-                self.research_runs_interrupted,
-            )
-        )
+        """Whether anything at all was finished."""
+        return any(getattr(self, f.name) for f in fields(self))
 
     def summary(self) -> str:
         parts = []
