@@ -1,1 +1,10 @@
-"""Storage: Milvus (Lite file or server) for vectors and BM25, SQLite for the catalog."""
+"""Storage: Milvus (Lite file or server) for vectors and BM25, SQLite for the catalog.
+
+- ``vectors``: VectorStore, the one way in to Milvus, built from
+  ``milvus_connection``, ``milvus_schema``, ``milvus_search`` and ``bm25_analyzer``.
+- ``catalog``: the library's SQLite record (collections, documents, ingest runs).
+- ``ledger``: the only writer of document and collection state across both stores;
+  ``consistency`` compares the two.
+- ``research_runs``: where a research run is saved; ``event_log`` reads its events back.
+- ``lock``: one Fathom process per data dir.
+"""
