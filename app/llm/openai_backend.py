@@ -85,6 +85,7 @@ class OpenAICompatibleModel:
             max_retries=0,  # one retry, done here, only on transient errors
         )
         self._completions: Any = self._client.chat.completions  # Any: its overloads fit no dict messages
+        self._embeds_per_token = False  # learnt from the first reply: see embed()
         self.json_schema_supported: bool | None = None  # learnt on the first structured call
 
     @property
@@ -314,12 +315,37 @@ class OpenAICompatibleModel:
     # -- models and embeddings ------------------------------------------------
 
     async def embed(self, texts: Sequence[str]) -> EmbedResult:
+        """One vector per text. A server that sends one vector per token (llama-cpp-python's
+        ``--embedding`` server, no pooling) mixes up the sequences of a batch, so such a
+        server is asked one text at a time from its first reply on."""
         model = await self._resolved_model()
         started = time.perf_counter()
+        if self._embeds_per_token:
+            vectors, tokens = await self._embed_one_by_one(model, texts)
+        else:
+            data, tokens = await self._embeddings(model, texts)
+            self._embeds_per_token = any(_per_token(embedding) for embedding in data)
+            if self._embeds_per_token and len(texts) > 1:
+                vectors, tokens = await self._embed_one_by_one(model, texts)
+            else:
+                vectors = [_one_vector(embedding) for embedding in data]
+        usage = Usage(prompt_tokens=tokens, model=model)
+        return EmbedResult(vectors=vectors, usage=_with_latency(usage, started))
+
+    async def _embeddings(self, model: str, texts: Sequence[str]) -> tuple[list[Any], int]:
+        """The raw embeddings of one request, in input order, and its prompt tokens."""
         response = await self._call(lambda: self._client.embeddings.create(model=model, input=list(texts)))
-        usage = Usage(prompt_tokens=response.usage.prompt_tokens if response.usage else 0, model=model)
         ordered = sorted(response.data, key=lambda item: item.index)
-        return EmbedResult(vectors=[_one_vector(d.embedding) for d in ordered], usage=_with_latency(usage, started))
+        return [item.embedding for item in ordered], response.usage.prompt_tokens if response.usage else 0
+
+    async def _embed_one_by_one(self, model: str, texts: Sequence[str]) -> tuple[list[list[float]], int]:
+        vectors: list[list[float]] = []
+        tokens = 0
+        for text in texts:
+            data, used = await self._embeddings(model, [text])
+            vectors.append(_one_vector(data[0]))
+            tokens += used
+        return vectors, tokens
 
     async def list_models(self) -> list[str]:
         async def fetch() -> list[str]:
@@ -332,11 +358,15 @@ class OpenAICompatibleModel:
         await self._client.close()
 
 
+def _per_token(embedding: Any) -> bool:
+    return bool(embedding) and isinstance(embedding[0], list)
+
+
 def _one_vector(embedding: Any) -> list[float]:
     """One text's vector. A server started without pooling (``python -m llama_cpp.server
     --embedding true``) sends one vector per token: they are averaged, as llama.cpp's
     mean pooling would."""
-    if embedding and isinstance(embedding[0], list):
+    if _per_token(embedding):
         width = len(embedding[0])
         return [sum(float(token[i]) for token in embedding) / len(embedding) for i in range(width)]
     return [float(x) for x in embedding]

@@ -115,6 +115,32 @@ def test_openai_compatible_embeddings_index_and_search(
     assert _top_path(capsys, "Kelp forests grow up to half a metre a day", "kb") == "kelp.txt"
 
 
+def test_a_per_token_server_embeds_each_text_of_a_batch_as_if_alone(llama_cpp_embedding_server: str) -> None:
+    """llama-cpp-python's server without pooling mixes up the sequences of a batch (the
+    second text came back 0.82 away from its own vector): Fathom asks it one text at a time."""
+    import asyncio
+
+    import numpy as np
+
+    from app.llm.openai_backend import OpenAICompatibleModel
+
+    texts = ["Kelp forests grow fast.", "Milvus stores vectors.", "The western shelf is cold."]
+
+    async def vectors() -> tuple[np.ndarray, np.ndarray]:
+        model = OpenAICompatibleModel(llama_cpp_embedding_server, "smollm2-embed")
+        try:
+            batch = (await model.embed(texts)).vectors
+            alone = [(await model.embed([text])).vectors[0] for text in texts]
+        finally:
+            await model.aclose()
+        return np.asarray(batch), np.asarray(alone)
+
+    batch, alone = asyncio.run(vectors())
+    assert batch.shape == (3, SMOLLM2_DIMENSION)
+    np.testing.assert_allclose(batch, alone, atol=1e-4)
+    assert np.abs(batch[0] - batch[1]).max() > 1e-3  # three different texts, three different vectors
+
+
 def test_an_unreachable_embedding_server_stops_the_ingest_with_a_sentence(
     tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
