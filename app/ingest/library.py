@@ -7,7 +7,9 @@ executors so the event loop never stalls.
 Opening takes the data dir's instance lock (a second Fathom gets
 :class:`~app.core.errors.StoreLocked`) and finishes what a crash left
 half-done (:meth:`app.store.ledger.Ledger.recover`). Every change that touches
-the catalog and the vector store together goes through the ledger.
+the catalog and the vector store together goes through the ledger. Reading
+(search, chunks by id, samples) is :class:`~app.ingest.retrieval.Retriever`'s;
+ingesting is :class:`~app.ingest.pipeline.ingest_run.IngestPipeline`'s.
 """
 
 from __future__ import annotations
@@ -22,20 +24,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.errors import CollectionNotFound, StoreError
 from app.core.events import IngestEvent
-from app.core.ids import doc_id_of_chunk, make_chunk_id
-from app.core.models import Chunk, Collection, Document, DocumentStatus, Hit
+from app.core.models import Chunk, Collection, Document, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
-from app.ingest.chunking import chunk_token_limit
-from app.ingest.convert import ConversionPool, ConverterConfig, ExecutorKind
+from app.ingest.chunking.tokens import chunk_token_limit
+from app.ingest.convert.converter import ConverterConfig
+from app.ingest.convert.worker_pool import ConversionPool, ExecutorKind
 from app.ingest.embedder import Embedder, make_embedder
-from app.ingest.pipeline import IngestPipeline, is_under
-from app.ingest.scan import absolute, display_path
+from app.ingest.embedding_match import check_embedding_model
+from app.ingest.paths import absolute, display_path, is_under
+from app.ingest.pipeline.ingest_run import IngestPipeline
+from app.ingest.retrieval import Retriever
 from app.store.catalog import Catalog
 from app.store.consistency import CheckResult, check_library
 from app.store.ledger import Ledger, Recovery
 from app.store.lock import InstanceLock, acquire_instance_lock
-from app.store.vectors import SearchMode, VectorStore, mismatch_message
+from app.store.vectors import SearchMode, VectorStore
 
 if TYPE_CHECKING:
     from app.llm.base import ChatModel
@@ -73,6 +77,7 @@ class Library:
         self._embed_executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fathom-embed")
         self._store_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-store")
         self._converters: ConversionPool | None = None
+        self._retriever = Retriever(catalog, store, self.embedder, self._embed_executor)
         self._converter_kind: ExecutorKind = converter_kind
         self._ingesting: set[str] = set()
         self._closed = False
@@ -193,23 +198,6 @@ class Library:
             self._converters = ConversionPool(config, workers=converters, kind=self._converter_kind)
         return self._converters
 
-    def _check_model(self, collection: Collection, embedder: Embedder) -> None:
-        if not collection.embedding_model:
-            return
-        if collection.embedding_model != embedder.model_name:
-            # the names differ: no need to ask a remote model its dimension (it may be down)
-            raise mismatch_message(
-                collection.name, collection.embedding_model, collection.dimension, embedder.model_name, None
-            )
-        if collection.dimension != embedder.dimension:
-            raise mismatch_message(
-                collection.name,
-                collection.embedding_model,
-                collection.dimension,
-                embedder.model_name,
-                embedder.dimension,
-            )
-
     # -- collections ------------------------------------------------------------------
 
     async def collections(self) -> list[Collection]:
@@ -223,7 +211,7 @@ class Library:
         embedder = await self._run(self.embedder)
         existing = await self._run(self.catalog.collection, name)
         if existing is not None:
-            await self._run(self._check_model, existing, embedder)
+            await self._run(check_embedding_model, existing, embedder)
         dimension = await self._run(lambda: embedder.dimension)
         return await self._write(self.ledger.create_collection, name, description, embedder.model_name, dimension)
 
@@ -359,7 +347,7 @@ class Library:
         await self.set_description(collection, text)
         return text
 
-    # -- retrieval --------------------------------------------------------------------
+    # -- retrieval (:mod:`app.ingest.retrieval`) --------------------------------------
 
     async def search(
         self,
@@ -369,82 +357,16 @@ class Library:
         mode: SearchMode = "hybrid",
         top_k: int = 10,
     ) -> list[list[Hit]]:
-        """Embed all queries in one batch, search every collection in one batched call
-        each, merge per query by score; result i answers query i."""
-        if not queries:
-            return []
-        known = {c.name: c for c in await self.collections()}
-        if collections is None:
-            names = [n for n, c in known.items() if c.chunks > 0]
-        else:
-            missing = [n for n in collections if n not in known]
-            if missing:
-                listing = ", ".join(sorted(known)) or "none yet"
-                raise CollectionNotFound(f"There is no collection named '{missing[0]}' (collections: {listing}).")
-            names = list(dict.fromkeys(collections))
-        names = [n for n in names if known[n].chunks > 0]
-        if not names:
-            return [[] for _ in queries]
-        vectors = None
-        if mode != "bm25":
-            embedder = await self._run(self.embedder)
-            for name in names:
-                await self._run(self._check_model, known[name], embedder)
-            vectors = await asyncio.get_running_loop().run_in_executor(
-                self._embed_executor, embedder.embed, list(queries)
-            )
-        per_collection = await asyncio.gather(
-            *(
-                self._run(lambda n=name: self.store.search(n, list(queries), vectors, mode=mode, top_k=top_k))
-                for name in names
-            )
-        )
-        merged: list[list[Hit]] = []
-        for i in range(len(queries)):
-            hits = [hit for result in per_collection for hit in result[i]]
-            hits.sort(key=lambda h: h.score, reverse=True)
-            merged.append(hits[:top_k])
-        return merged
+        """Search ``collections`` (all by default) for every query; result i answers query i."""
+        return await self._retriever.search(queries, collections=collections, mode=mode, top_k=top_k)
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """Chunks by id (any collection), e.g. for the source viewer; in the order asked,
-        ids not found left out."""
-        if not chunk_ids:
-            return []
-        docs = await self._run(self.catalog.documents_by_id, [doc_id_of_chunk(c) for c in chunk_ids])
-        by_collection: dict[str, list[str]] = {}
-        for chunk_id in chunk_ids:
-            doc = docs.get(doc_id_of_chunk(chunk_id))
-            if doc is not None:
-                by_collection.setdefault(doc.collection, []).append(chunk_id)
-        found: dict[str, Chunk] = {}
-        for name, ids in by_collection.items():
-            try:
-                chunks = await self._run(self.store.get_chunks, name, ids)
-            except CollectionNotFound:
-                continue
-            found.update((c.chunk_id, c) for c in chunks)
-        return [found[c] for c in chunk_ids if c in found]
+        """Chunks by id, in the order asked; ids not found left out."""
+        return await self._retriever.get_chunks(chunk_ids)
 
     async def sample_chunks(self, collection: str, n: int = 8) -> list[Chunk]:
-        """A spread of chunks: documents evenly across the collection (by path), a
-        chunk from the start of each, more per document when there are few."""
-        docs = await self._run(self.catalog.documents, collection, [DocumentStatus.INDEXED])
-        docs = [d for d in docs if d.chunk_count > 0]
-        if not docs or n <= 0:
-            return []
-        if len(docs) >= n:
-            step = len(docs) / n
-            picks = [(docs[int(i * step)], 0) for i in range(n)]
-        else:
-            picks = []
-            per_doc = -(-n // len(docs))
-            for doc in docs:
-                stride = max(1, doc.chunk_count // per_doc)
-                picks.extend((doc, k) for k in range(0, doc.chunk_count, stride)[:per_doc])
-            picks = picks[:n]
-        ids = [make_chunk_id(doc.doc_id, k) for doc, k in picks]
-        return await self.get_chunks(ids)
+        """A spread of ``n`` chunks across the collection's documents."""
+        return await self._retriever.sample_chunks(collection, n)
 
 
 def _mark_interrupted_research(paths: AppPaths) -> int:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.ingest.convert import file_kind, supported_types_sentence
+from app.ingest.file_types import file_kind, supported_types_sentence
+from app.ingest.paths import absolute, display_path
 
 
 @dataclass(frozen=True)
@@ -37,27 +38,12 @@ class ScanResult:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def display_path(path: Path | str) -> str:
-    """A path as text that can be printed and stored (lone surrogates escaped)."""
-    text = str(path)
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return os.fsencode(text).decode("utf-8", "backslashreplace")
-
-
 def is_valid_name(path: Path) -> bool:
     try:
         str(path).encode("utf-8")
         return True
     except UnicodeEncodeError:
         return False
-
-
-def absolute(path: Path) -> Path:
-    """Absolute and normalised, without resolving symlinks (their names are what the user sees)."""
-    return Path(os.path.abspath(os.path.expanduser(path)))
 
 
 def scan(paths: Sequence[Path], max_file_mb: float) -> ScanResult:
@@ -68,10 +54,8 @@ def scan(paths: Sequence[Path], max_file_mb: float) -> ScanResult:
     seen_dirs: set[tuple[int, int]] = set()
     for given in paths:
         root = absolute(given)
-        try:
-            info = os.stat(root)
-        except OSError as exc:
-            result.skipped.append(Skipped(display_path(root), _stat_reason(exc, root)))
+        info = _stat(root, result)
+        if info is None:
             continue
         if stat.S_ISDIR(info.st_mode):
             _walk(root, result, limit, seen_files, seen_dirs)
@@ -92,10 +76,8 @@ def _walk(
     stack = [root]
     while stack:
         folder = stack.pop()
-        try:
-            info = os.stat(folder)
-        except OSError as exc:
-            result.skipped.append(Skipped(display_path(folder), _stat_reason(exc, folder)))
+        info = _stat(folder, result)
+        if info is None:
             continue
         key = (info.st_dev, info.st_ino)
         if key in seen_dirs:
@@ -120,10 +102,8 @@ def _walk(
                 kind = "folder" if _is_dir(entry) else "file"
                 result.skipped.append(Skipped(display_path(path), f"Hidden {kind}; Fathom skips hidden items."))
                 continue
-            try:
-                entry_info = os.stat(path)  # follows symlinks
-            except OSError as exc:
-                result.skipped.append(Skipped(display_path(path), _stat_reason(exc, path)))
+            entry_info = _stat(path, result)
+            if entry_info is None:
                 continue
             if stat.S_ISDIR(entry_info.st_mode):
                 subfolders.append(path)
@@ -184,6 +164,15 @@ def _consider_file(
         )
         return
     result.files.append(ScannedFile(path=path, size=info.st_size, mtime=info.st_mtime))
+
+
+def _stat(path: Path, result: ScanResult) -> os.stat_result | None:
+    """``os.stat`` (it follows symlinks); None, with the reason recorded, when that fails."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        result.skipped.append(Skipped(display_path(path), _stat_reason(exc, path)))
+        return None
 
 
 def _stat_reason(exc: OSError, path: Path) -> str:

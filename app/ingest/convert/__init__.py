@@ -1,0 +1,33 @@
+"""Files to chunk pieces: Docling for documents, a plain reader for text and code.
+
+- :mod:`.converter`: one file, checked, then read the way its type calls for;
+- :mod:`.input_checks`: bad input said in a sentence before a parser sees it;
+- :mod:`.text_files`: plain text and code, decoded;
+- :mod:`.docling_files`: documents through Docling (title, page count);
+- :mod:`.docling_setup`: building Docling's converter, offline;
+- :mod:`.markdown_front_matter`: YAML front matter kept out of the chunks;
+- :mod:`.worker_pool`: converters in worker processes, off the event loop;
+- :mod:`.results`: what a conversion hands back.
+
+Which files are read at all is :mod:`app.ingest.file_types`.
+"""
+
+from app.ingest.convert.converter import Converter, ConverterConfig
+from app.ingest.convert.docling_setup import layout_models_present
+from app.ingest.convert.results import ConvertedDocument, ConvertOutcome
+from app.ingest.convert.text_files import decode_text
+from app.ingest.convert.worker_pool import ConversionPool, ExecutorKind
+from app.ingest.file_types import file_kind, supported_types_sentence
+
+__all__ = [
+    "ConversionPool",
+    "ConvertOutcome",
+    "ConvertedDocument",
+    "Converter",
+    "ConverterConfig",
+    "ExecutorKind",
+    "decode_text",
+    "file_kind",
+    "layout_models_present",
+    "supported_types_sentence",
+]

@@ -1,0 +1,54 @@
+"""One file to chunk pieces: the reader its type calls for, after checks that
+turn the usual bad inputs into a sentence a person can act on.
+
+:class:`Converter` is created once per worker (Docling converters are costly to
+build) and reused. Nothing here waits on a network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.core.errors import IngestError
+from app.ingest.chunking.tokens import TokenCounter
+from app.ingest.convert.docling_files import DoclingFiles
+from app.ingest.convert.docling_setup import pdf_pipeline_for
+from app.ingest.convert.input_checks import check_document, read_head
+from app.ingest.convert.results import ConvertedDocument
+from app.ingest.convert.text_files import convert_text_file
+from app.ingest.file_types import file_kind, supported_types_sentence
+
+
+@dataclass(frozen=True)
+class ConverterConfig:
+    """What a converter (in this or a worker process) needs; picklable."""
+
+    tokenizer_json: str  # the embedder's tokenizers.Tokenizer as JSON
+    max_tokens: int  # per chunk, without special tokens
+    docling_artifacts_path: str = ""
+
+
+class Converter:
+    """Converts one file at a time into chunk pieces. Not thread-safe: one per worker."""
+
+    def __init__(self, config: ConverterConfig) -> None:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_str(config.tokenizer_json)
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self.config = config
+        self.counter = TokenCounter(tokenizer)
+        self.pdf_pipeline = pdf_pipeline_for(config.docling_artifacts_path)
+        self._docling = DoclingFiles(self.counter, config.max_tokens, config.docling_artifacts_path, self.pdf_pipeline)
+
+    def convert(self, path: Path) -> ConvertedDocument:
+        kind = file_kind(path)
+        if kind is None:
+            raise IngestError(f"Fathom does not read '{path.suffix or path.name}' files.", supported_types_sentence())
+        head = read_head(path)
+        if kind == "text":
+            return convert_text_file(path, self.counter, self.config.max_tokens)
+        check_document(path, head)
+        return self._docling.convert(path)

@@ -1,0 +1,135 @@
+"""Conversions run off the event loop: a :class:`Converter` in each of a few worker
+processes (Docling holds the GIL for most of its work; a thread would stall the
+event loop), or threads when measuring. A worker that dies is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal
+
+from app.core.errors import IngestError
+from app.ingest.convert.converter import Converter, ConverterConfig
+from app.ingest.convert.results import ConvertOutcome
+from app.ingest.file_errors import short_error
+
+ExecutorKind = Literal["process", "thread"]
+
+
+class ConversionPool:
+    """Converters in ``workers`` processes (default) or threads, created once and
+    reused; ``convert`` awaits one file without blocking the event loop."""
+
+    def __init__(self, config: ConverterConfig, workers: int = 2, kind: ExecutorKind = "process") -> None:
+        self.config = config
+        self.workers = max(1, workers)
+        self.kind = kind
+        self._executor: Executor | None = None
+        self._starting = asyncio.Lock()
+
+    def _ensure(self) -> Executor:
+        if self._executor is None:
+            if self.kind == "process":
+                self._executor = ProcessPoolExecutor(
+                    max_workers=self.workers,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_init_worker,
+                    initargs=(self.config,),
+                )
+            else:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.workers,
+                    thread_name_prefix="fathom-convert",
+                    initializer=_init_thread_worker,
+                    initargs=(self.config,),
+                )
+        return self._executor
+
+    async def start(self) -> None:
+        """Start the workers from a helper thread: spawning a process (and sending it
+        the tokenizer) can take seconds on a busy machine, never on the event loop."""
+        async with self._starting:
+            if self._executor is None:
+                await asyncio.to_thread(self._start_blocking)
+
+    def _start_blocking(self) -> None:
+        executor = self._ensure()
+        if self.kind == "process":
+            pings = [executor.submit(_ping) for _ in range(self.workers)]
+            for ping in pings:
+                ping.result()
+
+    async def convert(self, path: Path) -> ConvertOutcome:
+        loop = asyncio.get_running_loop()
+        await self.start()
+        fn: Callable[[str], ConvertOutcome] = _convert_in_worker if self.kind == "process" else _convert_in_thread
+        try:
+            return await loop.run_in_executor(self._ensure(), fn, str(path))
+        except Exception as exc:
+            from concurrent.futures.process import BrokenProcessPool
+
+            if isinstance(exc, BrokenProcessPool):
+                # a worker died (out of memory, a crash in a native parser): start fresh
+                self.shutdown()
+                return ConvertOutcome(error="The converter crashed on this file (it may be damaged or too large).")
+            raise
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+# -- in a worker process ----------------------------------------------------------
+
+_worker_converter: Converter | None = None
+
+
+def _init_worker(config: ConverterConfig) -> None:
+    global _worker_converter
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    _worker_converter = Converter(config)
+
+
+def _ping() -> int:
+    return os.getpid()
+
+
+def _convert_in_worker(path: str) -> ConvertOutcome:
+    converter = _worker_converter
+    if converter is None:  # pragma: no cover - the initializer always runs first
+        raise RuntimeError("conversion worker not initialised")
+    return _outcome(converter, path, in_process=True)
+
+
+# -- in a worker thread -----------------------------------------------------------
+
+_thread_local_converters: dict[int, Converter] = {}
+
+
+def _init_thread_worker(config: ConverterConfig) -> None:
+    _thread_local_converters[threading.get_ident()] = Converter(config)
+
+
+def _convert_in_thread(path: str) -> ConvertOutcome:
+    return _outcome(_thread_local_converters[threading.get_ident()], path, in_process=False)
+
+
+def _outcome(converter: Converter, path: str, *, in_process: bool) -> ConvertOutcome:
+    """Convert, and turn any failure into the sentence that goes back to the pipeline."""
+    try:
+        return ConvertOutcome(document=converter.convert(Path(path)))
+    except IngestError as exc:
+        return ConvertOutcome(error=str(exc))
+    except MemoryError as exc:
+        if not in_process:  # a thread (measurements only) has always called it unexpected
+            return ConvertOutcome(error=f"Conversion failed unexpectedly: {short_error(exc)}.")
+        return ConvertOutcome(error="The file is too large to convert in the memory available.")
+    except Exception as exc:
+        return ConvertOutcome(error=f"Conversion failed unexpectedly: {short_error(exc)}.")

@@ -1,0 +1,65 @@
+"""Which files need work: content hashes (trusted from the catalog while size and
+time match), unchanged files, duplicates of a file already indexed, and documents
+whose file left the disk."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import TypeGuard
+
+from app.core.models import Document, DocumentStatus
+from app.ingest.paths import display_path, is_under
+from app.ingest.scan import ScannedFile, ScanResult
+
+HASH_BLOCK = 1 << 20
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_hash_of(scanned_file: ScannedFile, previous: Document | None) -> str:
+    """The recorded hash of an indexed file with the same size and time, else a fresh one."""
+    if (
+        previous is not None
+        and previous.status is DocumentStatus.INDEXED
+        and previous.size == scanned_file.size
+        and previous.mtime == scanned_file.mtime
+        and previous.content_hash
+    ):
+        return previous.content_hash  # same size and time: trust the recorded hash
+    return file_hash(scanned_file.path)
+
+
+def is_unchanged(previous: Document | None, content_hash: str) -> TypeGuard[Document]:
+    """Indexed before with this very content: nothing to redo."""
+    return previous is not None and previous.status is DocumentStatus.INDEXED and previous.content_hash == content_hash
+
+
+def duplicate_of(content_hash: str, path: str, known: dict[str, Document], claimed: dict[str, str]) -> str | None:
+    """Another path with this content, claimed in this run or indexed and still on disk."""
+    other = claimed.get(content_hash)
+    if other is not None and other != path:
+        return other
+    for doc in known.values():
+        if (
+            doc.content_hash == content_hash
+            and doc.path != path
+            and doc.status is DocumentStatus.INDEXED
+            and os.path.exists(doc.path)
+        ):
+            return doc.path
+    return None
+
+
+def gone_documents(known: dict[str, Document], scanned: ScanResult, roots: list[Path]) -> list[Document]:
+    """Documents under one of ``roots`` that the scan no longer found."""
+    seen = {display_path(f.path) for f in scanned.files} | {s.path for s in scanned.skipped}
+    root_texts = [display_path(r) for r in roots]
+    return [doc for path, doc in known.items() if path not in seen and any(is_under(path, root) for root in root_texts)]

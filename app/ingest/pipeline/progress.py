@@ -1,0 +1,140 @@
+"""What an ingest run tells its watcher: files started and done, counts, and an
+IngestProgress with rate and time left at most every ``PROGRESS_INTERVAL_S``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
+
+PROGRESS_INTERVAL_S = 0.25  # at most this often an IngestProgress
+
+
+class Counts(TypedDict):
+    """A run's files by how they ended, and the chunks written."""
+
+    indexed: int
+    unchanged: int
+    skipped: int
+    failed: int
+    removed: int
+    chunks: int
+
+
+@dataclass
+class Tally:
+    indexed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    removed: int = 0
+    chunks: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def done(self) -> int:
+        return self.indexed + self.unchanged + self.skipped + self.failed + self.removed
+
+    def counts(self) -> Counts:
+        return Counts(
+            indexed=self.indexed,
+            unchanged=self.unchanged,
+            skipped=self.skipped,
+            failed=self.failed,
+            removed=self.removed,
+            chunks=self.chunks,
+        )
+
+    def count(self, path: str, status: str, chunks: int, reason: str) -> None:
+        if status == "indexed":
+            self.indexed += 1
+            self.chunks += chunks
+        elif status == "unchanged":
+            self.unchanged += 1
+        elif status == "skipped":
+            self.skipped += 1
+        elif status == "failed":
+            self.failed += 1
+            self.failures.append((path, reason))
+        elif status == "removed":
+            self.removed += 1
+
+
+class Progress:
+    """Counts one run's files and emits its events. Rate and time left are over
+    the "work": the files that need converting, from when they are known."""
+
+    def __init__(self, collection: str, emit: Callable[[IngestEvent], None]) -> None:
+        self.collection = collection
+        self.emit = emit
+        self.tally = Tally()
+        self.total = 0
+        self.started = time.monotonic()
+        self.work_total = 0
+        self.work_done = 0
+        self.work_started: float | None = None
+        self.current = ""
+        self.last_progress = 0.0
+
+    def run_started(self, total: int) -> None:
+        self.total = total
+        self.emit(IngestStarted(collection=self.collection, total_files=total))
+
+    def work_known(self, work_total: int) -> None:
+        self.work_total = work_total
+        self.work_started = time.monotonic()
+        self.update(force=True)
+
+    def file_started(self, path: str) -> None:
+        self.current = path
+        self.emit(FileStarted(collection=self.collection, path=path))
+
+    def work_finished(self) -> None:
+        """One file that needed converting is through (stored, or failed)."""
+        self.work_done += 1
+
+    def file_done(self, path: str, status: str, chunks: int = 0, reason: str = "") -> None:
+        self.tally.count(path, status, chunks, reason)
+        self.emit(FileDone(collection=self.collection, path=path, status=status, chunks=chunks, reason=reason))
+        self.update()
+
+    def update(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last_progress < PROGRESS_INTERVAL_S:
+            return
+        self.last_progress = now
+        rate = 0.0
+        eta: float | None = None
+        if self.work_started is not None and self.work_done:
+            spent = now - self.work_started
+            rate = self.work_done / spent if spent > 0 else 0.0
+            left = self.work_total - self.work_done
+            eta = left / rate if rate > 0 else None
+        elif self.work_total == 0:
+            eta = 0.0
+        self.emit(
+            IngestProgress(
+                collection=self.collection,
+                done_files=self.tally.done,
+                total_files=self.total,
+                chunks=self.tally.chunks,
+                current=self.current,
+                files_per_s=rate,
+                eta_s=eta,
+            )
+        )
+
+    def run_finished(self) -> None:
+        self.update(force=True)
+        t = self.tally
+        self.emit(
+            IngestFinished(
+                collection=self.collection,
+                **t.counts(),
+                elapsed_s=time.monotonic() - self.started,
+                failures=tuple(t.failures),
+            )
+        )
