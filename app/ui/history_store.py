@@ -8,13 +8,13 @@ runs never blocks the window.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.events import Event
 from app.core.paths import AppPaths
+from app.ui.tasks import run_blocking
 
 if TYPE_CHECKING:
     from app.store.event_log import EventLog
@@ -37,8 +37,7 @@ class HistoryStore:
         return self._store
 
     async def _call(self, fn: Callable[[RunStore], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._open()))
+        return await run_blocking(lambda: fn(self._open()), name="read the history", executor=self._executor)
 
     async def list_runs(self, limit: int = 200) -> list[RunSummary]:
         return await self._call(lambda store: store.list_runs(limit))
@@ -62,6 +61,5 @@ class HistoryStore:
                 self._store.close()
                 self._store = None
 
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, close, None)
+        await run_blocking(close, None, name="close the history", executor=self._executor)
         self._executor.shutdown(wait=False)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from app.core.errors import FathomError
 from app.llm.keys import KeyringState, keyring_state, set_api_key
-from app.ui.tasks import TaskKeeper
+from app.ui.tasks import TaskKeeper, run_blocking
 
 StateReader = Callable[[str], KeyringState]
 KeySaver = Callable[[str, str], None]
@@ -82,7 +82,7 @@ class ApiKeyField(QWidget):
         self.edit.setEnabled(False)
         self.edit.setPlaceholderText("")
         self.status.setText(CHECKING)
-        state = await asyncio.to_thread(self._read_state, base_url)
+        state = await run_blocking(self._read_state, base_url, name="read the OS keyring")
         if self._gone:
             return
         self._show(state, base_url)
@@ -126,7 +126,7 @@ class ApiKeyField(QWidget):
         self.edit.setEnabled(False)
         self.status.setText(STORING)
         try:
-            await asyncio.to_thread(self._save_key, base_url, key)
+            await run_blocking(self._save_key, base_url, key, name="store the key in the OS keyring")
         except BaseException:
             if not self._gone:
                 self.edit.setEnabled(True)

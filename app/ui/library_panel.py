@@ -1,19 +1,19 @@
-"""The library panel: collections, documents, the drop zone and ingest progress.
+"""The library panel: collections and documents, the drop zone, the buttons,
+and the ingest progress (:class:`IngestProgressView`).
 
-It only shows the catalog and forwards actions to the ``Library``; every
-call is awaited on the qasync loop (the Library runs blocking work in
-executors). The Library is handed over once it has loaded (after the window
-is up); until then the panel says so and its actions are disabled.
+It shows what its :class:`LibraryController` holds and forwards the user's
+actions to it; the questions (remove? re-index?) and the repair report are
+asked here, in boxes that never block the loop. The Library is handed over
+once it has loaded (after the window is up); until then the panel says so and
+its actions are disabled.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import re
+import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QAction
@@ -24,10 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QListWidget,
-    QListWidgetItem,
     QMenu,
-    QProgressBar,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -35,12 +32,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import EmbeddingMismatch, FathomError
-from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.core.models import Collection, Document, DocumentStatus
 from app.ui.dialogs import ask_yes_no, show_message
 from app.ui.drop_zone import DropZone
-from app.ui.formatting import count, duration, short_path
+from app.ui.formatting import count, short_path
+from app.ui.ingest_progress import PATH_ROLE, IngestProgressView
+from app.ui.library_controller import LibraryController
 from app.ui.tasks import TaskKeeper
 from app.ui.tooltips import plain_tooltip
 
@@ -52,42 +49,20 @@ NEW_COLLECTION = "(new collection named after the folder)"
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
 NAME_ROLE = Qt.ItemDataRole.UserRole + 2
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3
-PATH_ROLE = Qt.ItemDataRole.UserRole + 4
-MAX_FILE_ROWS = 400
 _COLUMNS = ("Collection / document", "Documents", "Chunks", "Description")
 SHOWN_DRIFT = 12  # problems listed in the repair report; the rest are counted
 
 
-def collection_name_for(paths: Sequence[Path]) -> str:
-    """A collection name from what was dropped: the first folder's name, else ``documents``."""
-    for path in paths:
-        if path.is_dir():
-            base = path.name
-            break
-    else:
-        base = paths[0].parent.name if paths else "documents"
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", base).strip("_").lower() or "documents"
-    if name[0].isdigit():
-        name = f"c_{name}"
-    return name[:60]
-
-
 class LibraryPanel(QWidget):
-    collectionsChanged = Signal(list)  # list[Collection]
-    ingestFinished = Signal(object)  # IngestFinished
-    statusMessage = Signal(str)
+    collectionsChanged = Signal(list)  # list[Collection], once they are shown
 
     def __init__(self, tasks: TaskKeeper, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._tasks = tasks
-        self._library: Library | None = None
-        self._ingest_task: asyncio.Task[Any] | None = None
-        self._file_rows: dict[str, QListWidgetItem] = {}
-        self.collections: list[Collection] = []
-        self.last_finished: IngestFinished | None = None
-        self.last_progress: IngestProgress | None = None
-        self.last_repair: tuple[CheckResult, CheckResult] | None = None
+        self.controller = LibraryController(tasks, functools.partial(ask_yes_no, self), self)
+        self.ingest = IngestProgressView()
         self._build()
+        self._connect()
         self._update_enabled()
 
     # -- layout -----------------------------------------------------------
@@ -136,7 +111,7 @@ class LibraryPanel(QWidget):
         self.repair_button.setToolTip(
             "Compare the library with its search index, document by document, and fix what differs"
         )
-        self.repair_button.clicked.connect(self.repair)
+        self.repair_button.clicked.connect(self.controller.repair)
         self.reindex_action = QAction("Re-index with the current embedding model", self)
         self.reindex_action.setToolTip("Embed every document of the collection again (after the model changed)")
         self.reindex_action.triggered.connect(self._on_reindex)
@@ -146,27 +121,7 @@ class LibraryPanel(QWidget):
         self.remove_action.triggered.connect(self._on_remove)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._context_menu)
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop indexing; it resumes where it stopped next time")
-        self.stop_button.clicked.connect(self.stop_ingest)
-
-        self.progress = QProgressBar()
-        self.progress.setObjectName("ingestProgress")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
-        self.progress.setFormat("Idle")
-        self.progress.setTextVisible(True)
-        self.current_label = QLabel("")
-        self.current_label.setWordWrap(True)
-        self.files = QListWidget()
-        self.files.setObjectName("ingestFiles")
-        self.files.setUniformItemSizes(True)
-        self.failures_label = QLabel("Failed files")
-        self.failures = QListWidget()
-        self.failures.setObjectName("ingestFailures")
-        self.failures.setWordWrap(True)
-        self.failures_label.hide()
-        self.failures.hide()
+        self.ingest.stop_button.clicked.connect(self.controller.stop_ingest)
 
         target_row = QHBoxLayout()
         target_row.addWidget(QLabel("Add to:"))
@@ -180,9 +135,6 @@ class LibraryPanel(QWidget):
             self.repair_button,
         ):
             buttons.addWidget(button)
-        progress_row = QHBoxLayout()
-        progress_row.addWidget(self.progress, 1)
-        progress_row.addWidget(self.stop_button)
 
         layout = QVBoxLayout(self)
         layout.addWidget(title)
@@ -191,33 +143,32 @@ class LibraryPanel(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.drop_zone)
         layout.addLayout(target_row)
-        layout.addLayout(progress_row)
-        layout.addWidget(self.current_label)
-        layout.addWidget(self.files, 2)
-        layout.addWidget(self.failures_label)
-        layout.addWidget(self.failures, 1)
+        layout.addLayout(self.ingest.bar_row())
+        for widget, stretch in self.ingest.widgets():
+            layout.addWidget(widget, stretch)
+
+    def _connect(self) -> None:
+        c, ingest = self.controller, self.ingest
+        c.busyChanged.connect(self._update_enabled)
+        c.catalogChanged.connect(self._show)
+        c.progressStarted.connect(ingest.start)
+        c.ingestEvent.connect(ingest.show_event)
+        c.stopped.connect(ingest.stopped)
+        c.failed.connect(ingest.failed)
+        c.repaired.connect(self._show_repair)
 
     # -- state ------------------------------------------------------------
     def set_library(self, library: Library | None, problem: str = "") -> None:
-        self._library = library
         if library is None:
             self.state_label.setText(problem or "The library is not available.")
             self.state_label.setObjectName("errorText" if problem else "")
         else:
             self.state_label.setText("")
             self.state_label.hide()
-            if library.recovery:
-                self.statusMessage.emit(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
-            self._tasks.start(self.refresh(), "refresh the library")
-        self._update_enabled()
-
-    @property
-    def ingesting(self) -> bool:
-        return self._ingest_task is not None and not self._ingest_task.done()
+        self.controller.set_library(library)
 
     def _update_enabled(self) -> None:
-        ready = self._library is not None
-        idle = ready and not self.ingesting
+        idle = self.controller.idle
         selected = self._selected()
         self.add_button.setEnabled(idle)
         self.add_files_button.setEnabled(idle)
@@ -229,7 +180,7 @@ class LibraryPanel(QWidget):
         self.remove_action.setEnabled(self.remove_button.isEnabled())
         self.reindex_action.setEnabled(idle and selected is not None and selected[0] == "collection")
         self.repair_button.setEnabled(idle)
-        self.stop_button.setEnabled(self.ingesting)
+        self.ingest.stop_button.setEnabled(self.controller.ingesting)
         self.target.setEnabled(idle)
 
     def _selected(self) -> tuple[str, str, str] | None:
@@ -248,16 +199,6 @@ class LibraryPanel(QWidget):
         return next((item for item in self.top_items() if item.data(0, NAME_ROLE) == name), None)
 
     # -- catalog ----------------------------------------------------------
-    async def refresh(self) -> None:
-        library = self._library
-        if library is None:
-            return
-        collections = await library.collections()
-        documents: dict[str, list[Document]] = {}
-        for collection in collections:
-            documents[collection.name] = await library.documents(collection.name)
-        self._show(collections, documents)
-
     def _show(self, collections: list[Collection], documents: dict[str, list[Document]]) -> None:
         expanded = {item.data(0, NAME_ROLE) for item in self.top_items() if item.isExpanded()}
         selected = self._selected()
@@ -292,7 +233,6 @@ class LibraryPanel(QWidget):
         if reselect is not None:
             self.tree.setCurrentItem(reselect)
         self.tree.blockSignals(False)
-        self.collections = collections
         current = self.target.currentText()
         self.target.blockSignals(True)
         self.target.clear()
@@ -306,20 +246,14 @@ class LibraryPanel(QWidget):
 
     # -- descriptions -----------------------------------------------------
     def _on_double_click(self, item: QTreeWidgetItem, column: int) -> None:
-        if item.data(0, KIND_ROLE) == "collection" and column == 3 and self._library is not None:
+        if item.data(0, KIND_ROLE) == "collection" and column == 3 and self.controller.library is not None:
             self.tree.editItem(item, 3)
 
     def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if column != 3 or item.data(0, KIND_ROLE) != "collection":
             return
-        self._tasks.start(self.set_description(item.data(0, NAME_ROLE), item.text(3)), "save the description")
-
-    async def set_description(self, name: str, description: str) -> None:
-        if self._library is None:
-            return
-        await self._library.set_description(name, description.strip())
-        self.statusMessage.emit(f"Saved the description of {name}.")
-        await self.refresh()
+        description = self.controller.set_description(item.data(0, NAME_ROLE), item.text(3))
+        self._tasks.start(description, "save the description")
 
     # -- adding documents -------------------------------------------------
     def choose_folder(self) -> None:
@@ -334,64 +268,20 @@ class LibraryPanel(QWidget):
         if files:
             self.add_paths([Path(f) for f in files])
 
-    def target_collection(self, paths: Sequence[Path]) -> str:
+    def add_paths(self, paths: Sequence[Path]) -> None:
+        """Index dropped or chosen paths into the collection chosen under "Add to"."""
         chosen = self.target.currentText().strip()
-        if not chosen or chosen == NEW_COLLECTION:
-            return collection_name_for(paths)
-        return chosen
-
-    def add_paths(self, paths: list[Path]) -> None:
-        """Index dropped or chosen paths (ignored while an ingest runs or before the library is open)."""
-        if self._library is None or self.ingesting or not paths:
-            if self.ingesting:
-                self.statusMessage.emit("Wait for the current indexing to finish, or stop it.")
-            return
-        missing = [p for p in paths if not p.exists()]
-        if missing:
-            self.statusMessage.emit(f"Not found: {missing[0]}")
-            paths = [p for p in paths if p.exists()]
-            if not paths:
-                return
-        collection = self.target_collection(paths)
-        self._ingest_task = self._tasks.start(self._run_ingest(paths, collection), "indexing")
-        self._update_enabled()
-
-    def stop_ingest(self) -> None:
-        if self.ingesting and self._ingest_task is not None:
-            self._ingest_task.cancel()
+        self.controller.add_paths(list(paths), None if not chosen or chosen == NEW_COLLECTION else chosen)
 
     def _on_rescan(self) -> None:
         selected = self._selected()
-        if selected is None or self._library is None or self.ingesting:
-            return
-        self._ingest_task = self._tasks.start(self._run_ingest([], selected[1], how="rescan"), "re-scan")
-        self._update_enabled()
+        if selected is not None:
+            self.controller.rescan(selected[1])
 
     def _on_reindex(self) -> None:
         selected = self._selected()
-        if selected is None or selected[0] != "collection":
-            return
-        self.reindex(selected[1])
-
-    def reindex(self, collection: str) -> None:
-        """Embed ``collection`` again with the embedding model now in Settings."""
-        if self._library is None or self.ingesting:
-            return
-        self._ingest_task = self._tasks.start(self._run_ingest([], collection, how="reindex"), "re-index")
-        self._update_enabled()
-
-    async def reindex_all(self, collections: Sequence[str]) -> None:
-        """Re-index these collections one after another (each shows its progress)."""
-        for name in collections:
-            await self.wait_until_idle()
-            self.reindex(name)
-            await self.wait_until_idle()
-
-    async def wait_until_idle(self) -> None:
-        """Return once the indexing, re-index or repair in progress (if any) has ended."""
-        task = self._ingest_task
-        if task is not None and not task.done():
-            await asyncio.wait([task])
+        if selected is not None and selected[0] == "collection":
+            self.controller.reindex(selected[1])
 
     def _context_menu(self, position: QPoint) -> None:
         if self._selected() is None:
@@ -402,169 +292,9 @@ class LibraryPanel(QWidget):
             menu.addAction(act)
         menu.popup(self.tree.viewport().mapToGlobal(position))
 
-    async def _run_ingest(self, paths: list[Path], collection: str, *, how: str = "ingest") -> None:
-        library = self._library
-        assert library is not None
-        self._reset_progress(collection)
-        mismatch = False
-        try:
-            stream: Any
-            if how == "rescan":
-                stream = library.rescan(collection)
-            elif how == "reindex":
-                stream = library.reindex(collection)
-            else:
-                stream = library.ingest(paths, collection)
-            if inspect.isawaitable(stream):
-                stream = await stream
-            async for event in stream:
-                self.on_ingest_event(event)
-        except asyncio.CancelledError:
-            self.progress.setFormat("Stopped — indexing resumes where it stopped next time")
-            self.current_label.setText("")
-            raise
-        except FathomError as exc:
-            self._show_failure(str(exc))
-            mismatch = isinstance(exc, EmbeddingMismatch)
-        finally:
-            self._ingest_task = None
-            self._update_enabled()
-            self._tasks.start(self.refresh(), "refresh the library")
-        if mismatch:
-            await self.offer_reindex(collection)
-
-    def _show_failure(self, message: str) -> None:
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
-        self.progress.setFormat("Stopped")
-        self.current_label.setText(message)
-        self.current_label.setObjectName("errorText")
-        self.statusMessage.emit(message)
-
-    async def offer_reindex(self, collection: str) -> None:
-        """Ask, then re-index a collection built with another embedding model."""
-        ok = await ask_yes_no(
-            self,
-            "Re-index collection",
-            f"“{collection}” was built with another embedding model than the one in Settings.",
-            "Re-index it now? Every document is embedded again with the current model; "
-            "your files are not touched. (Or switch the embedding model back in Settings.)",
-        )
-        if ok:
-            self.reindex(collection)
-
-    # -- repair -----------------------------------------------------------
-    def repair(self) -> None:
-        """Compare the catalog with the search index and fix drift (in the background)."""
-        if self._library is None or self.ingesting:
-            return
-        self._ingest_task = self._tasks.start(self._run_repair(), "repair")
-        self._update_enabled()
-
-    async def _run_repair(self) -> None:
-        library = self._library
-        assert library is not None
-        self._reset_progress("the repair")
-        self.progress.setFormat("Comparing the library with its search index…")
-        try:
-            before, after = await library.repair(on_event=self.on_ingest_event)
-        except asyncio.CancelledError:
-            self.progress.setFormat("Stopped — run Repair again to finish")
-            raise
-        except FathomError as exc:
-            self._show_failure(str(exc))
-            return
-        finally:
-            self._ingest_task = None
-            self._update_enabled()
-            self._tasks.start(self.refresh(), "refresh the library")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(1)
-        self.progress.setFormat("Repair done" if after.consistent else "Repair: problems remain")
-        self.last_repair = (before, after)
-        self.statusMessage.emit(after.summary())
+    def _show_repair(self, before: CheckResult, after: CheckResult) -> None:
+        self.ingest.repaired(after.consistent)
         show_message(self, "Repair", *repair_report(before, after))
-
-    def _reset_progress(self, collection: str) -> None:
-        self.last_finished = None
-        self.last_progress = None
-        self.files.clear()
-        self._file_rows.clear()
-        self.failures.clear()
-        self.failures.hide()
-        self.failures_label.hide()
-        self.progress.setRange(0, 0)  # busy until the file count is known
-        self.progress.setFormat(f"Scanning for {collection}…")
-        self.current_label.setText("")
-
-    # -- ingest events ----------------------------------------------------
-    def on_ingest_event(self, event: IngestEvent) -> None:
-        if isinstance(event, IngestStarted):
-            self.progress.setRange(0, max(event.total_files, 1))
-            self.progress.setValue(0)
-            self.progress.setFormat(f"{event.collection}: 0 / {event.total_files} files")
-        elif isinstance(event, FileStarted):
-            self._file_row(event.path).setText(f"… {short_path(event.path, 3)}")
-        elif isinstance(event, FileDone):
-            self._on_file_done(event)
-        elif isinstance(event, IngestProgress):
-            self.last_progress = event
-            self.progress.setRange(0, max(event.total_files, 1))
-            self.progress.setValue(event.done_files)
-            eta = "" if event.eta_s is None else f" — ETA {duration(event.eta_s)}"
-            self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
-            self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far")
-        elif isinstance(event, IngestFinished):
-            self._on_finished(event)
-
-    def _file_row(self, path: str) -> QListWidgetItem:
-        row = self._file_rows.get(path)
-        if row is None:
-            row = QListWidgetItem(short_path(path, 3))
-            row.setToolTip(plain_tooltip(path))
-            row.setData(PATH_ROLE, path)
-            self.files.addItem(row)
-            self._file_rows[path] = row
-            while self.files.count() > MAX_FILE_ROWS:
-                old = self.files.takeItem(0)
-                if old is not None:
-                    self._file_rows.pop(old.data(PATH_ROLE), None)
-        return row
-
-    def _on_file_done(self, event: FileDone) -> None:
-        marks = {"indexed": "✓", "unchanged": "=", "skipped": "–", "failed": "✗", "removed": "−"}
-        detail = f"{event.chunks} chunks" if event.status == "indexed" else event.status
-        if event.reason:
-            detail += f": {event.reason}"
-        self._file_row(event.path).setText(f"{marks.get(event.status, '·')} {short_path(event.path, 3)} — {detail}")
-        if event.status == "failed":
-            self._add_failure(event.path, event.reason)
-        self.files.scrollToBottom()
-
-    def _add_failure(self, path: str, reason: str) -> None:
-        item = QListWidgetItem(f"{Path(path).name}: {reason or 'failed'}")
-        item.setToolTip(plain_tooltip(f"{path}\n{reason}"))
-        item.setData(PATH_ROLE, path)
-        self.failures.addItem(item)
-        self.failures.show()
-        self.failures_label.show()
-
-    def _on_finished(self, event: IngestFinished) -> None:
-        self.last_finished = event
-        total = event.indexed + event.unchanged + event.skipped + event.failed
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(max(total, 1))
-        self.progress.setFormat(f"{event.collection}: done, {total} / {total} files")
-        self.current_label.setText(
-            f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {event.failed} failed, "
-            f"{event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
-        )
-        known = {self.failures.item(i).data(PATH_ROLE) for i in range(self.failures.count())}
-        for path, reason in event.failures:
-            if path not in known:
-                self._add_failure(path, reason)
-        self.statusMessage.emit(f"Indexed {event.collection}: {event.indexed} new, {event.failed} failed.")
-        self.ingestFinished.emit(event)
 
     # -- removal ----------------------------------------------------------
     def _on_remove(self) -> None:
@@ -573,8 +303,8 @@ class LibraryPanel(QWidget):
             self._tasks.start(self.remove_selected(*selected), "remove")
 
     async def remove_selected(self, kind: str, collection: str, doc_id: str) -> None:
-        library = self._library
-        if library is None:
+        c = self.controller
+        if c.library is None:
             return
         self.remove_button.setEnabled(False)
         try:
@@ -586,22 +316,20 @@ class LibraryPanel(QWidget):
                     "Its index is deleted; your original files are not touched.",
                 )
                 if ok:
-                    await library.remove_collection(collection)
-                    self.statusMessage.emit(f"Removed the collection {collection}.")
+                    await c.remove_collection(collection)
             else:
                 item = self.tree.selectedItems()[0] if self.tree.selectedItems() else None
-                name = item.data(0, PATH_ROLE) if item else doc_id
+                name = Path(item.data(0, PATH_ROLE) if item else doc_id).name
                 ok = await ask_yes_no(
                     self,
                     "Remove document",
-                    f"Remove “{Path(name).name}” from “{collection}”?",
+                    f"Remove “{name}” from “{collection}”?",
                     "Its chunks are deleted from the index; the file itself is not touched.",
                 )
                 if ok:
-                    await library.remove_document(collection, doc_id)
-                    self.statusMessage.emit(f"Removed {Path(name).name}.")
+                    await c.remove_document(collection, doc_id, name)
         finally:
-            await self.refresh()
+            await c.refresh()
             self._update_enabled()
 
 

@@ -126,11 +126,12 @@ class ReportView(QTextBrowser):
     def _format_citations(self) -> None:
         flagged = self.unsupported_citations()
         doc = self.document()
-        for position, length, fmt in fragments(doc):
+        cursor = QTextCursor(doc)
+        cursor.beginEditBlock()  # one layout for all the citations, not one each
+        for position, length, fmt in list(fragments(doc)):
             number = citation_number(fmt.anchorHref()) if fmt.isAnchor() else None
             if number is None:
                 continue
-            cursor = QTextCursor(doc)
             cursor.setPosition(position)
             cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
             extra = QTextCharFormat()
@@ -141,6 +142,7 @@ class ReportView(QTextBrowser):
             else:
                 extra.setToolTip(f"Show source [{number}]")
             cursor.mergeCharFormat(extra)
+        cursor.endEditBlock()
 
     # -- links and resources ----------------------------------------------
     def _on_anchor(self, url: QUrl) -> None:

@@ -3,7 +3,8 @@
 Importing the whole stack (Docling, pymilvus, onnxruntime, llama.cpp) takes
 seconds, so the window never imports it on start-up: :class:`Services`
 opens the library and creates the model in an executor once the window is
-shown, and the panels are handed the objects when they are ready.
+shown, and the panels are handed the objects when they are ready. Settings
+are written off the loop too (:func:`app.ui.tasks.run_blocking`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from app.core.errors import FathomError
 from app.core.paths import AppPaths
 from app.core.settings import Settings, save_settings
 from app.ui.history_store import HistoryStore
+from app.ui.tasks import run_blocking
 
 if TYPE_CHECKING:
     from app.ingest.library import Library
@@ -73,8 +75,9 @@ class Services:
         self._model_task: asyncio.Task[ChatModel] | None = None
 
     # -- settings ---------------------------------------------------------
-    def save_settings(self, settings: Settings) -> None:
-        save_settings(settings, self.paths.settings_file)
+    async def save_settings(self, settings: Settings) -> None:
+        """Write ``settings`` to the settings file (off the loop), then use them."""
+        await run_blocking(save_settings, settings, self.paths.settings_file, name="write the settings file")
         model_changed = settings.model != self.settings.model
         self.settings = settings
         if model_changed:
@@ -100,7 +103,6 @@ class Services:
         return await asyncio.shield(self._library_task)
 
     async def _open_library(self) -> Library:
-        loop = asyncio.get_running_loop()
         settings, paths = self.settings, self.paths
 
         def work() -> Library:
@@ -116,7 +118,7 @@ class Services:
             return library
 
         try:
-            self.library = await loop.run_in_executor(None, work)
+            self.library = await run_blocking(work, name="open the library")
         except BaseException as exc:
             self.library_error = _describe(exc)
             self._library_task = None
@@ -133,7 +135,6 @@ class Services:
         return await asyncio.shield(self._model_task)
 
     async def _open_model(self) -> ChatModel:
-        loop = asyncio.get_running_loop()
         settings = self.settings
 
         def work() -> Any:
@@ -144,7 +145,7 @@ class Services:
             return model
 
         try:
-            made = await loop.run_in_executor(None, work)
+            made = await run_blocking(work, name="load the model")
             if inspect.isawaitable(made):
                 made = await made
         except BaseException as exc:
@@ -154,7 +155,7 @@ class Services:
         model: ChatModel = made
         self.model = model
         self.model_error = ""
-        self.model_notice = await loop.run_in_executor(None, self._starter_notice, made)
+        self.model_notice = await run_blocking(self._starter_notice, made, name="read the starter model's notice")
         return model
 
     @staticmethod
@@ -178,9 +179,8 @@ class Services:
 
     async def probe(self, settings: Settings) -> list[BackendStatus]:
         """What back ends are reachable and which models they offer (first-run setup)."""
-        loop = asyncio.get_running_loop()
         # import off the GUI thread (the back ends pull in httpx, ollama, openai)
-        await loop.run_in_executor(None, importlib.import_module, "app.llm.factory")
+        await run_blocking(importlib.import_module, "app.llm.factory", name="import the model back ends")
         from app.llm.factory import probe_backends
 
         return await probe_backends(settings)
@@ -191,12 +191,7 @@ class Services:
             return self._engine
         library = await self.open_library()
         model = await self.open_model()
-        loop = asyncio.get_running_loop()
-
-        def imports() -> None:
-            import app.research.engine  # noqa: F401
-
-        await loop.run_in_executor(None, imports)
+        await run_blocking(importlib.import_module, "app.research.engine", name="import the research engine")
         from app.research.engine import ResearchEngine
 
         # the engine records each run from a writer thread of its own: no SQLite on this loop

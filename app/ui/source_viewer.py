@@ -5,12 +5,16 @@ handed to the system's default application; a script, a program or anything
 else that could run is shown in the file manager instead (the decision is
 :func:`app.core.opening.decide_open`, the button says which it will do).
 Chunk text is escaped: it is shown as text, never as HTML, and the viewer
-loads no resource.
+loads no resource. Looking at the file (its mode and first bytes) is file
+I/O: :func:`open_decision` does it off the loop, before the viewer is filled
+and again when the button is pressed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +33,21 @@ from PySide6.QtWidgets import (
 from app.core.models import Chunk, Evidence
 from app.core.opening import OpenDecision, decide_open
 from app.ui.file_opener import DesktopOpener, FileOpener, carry_out
+from app.ui.tasks import TaskKeeper, run_blocking
 from app.ui.tooltips import plain_tooltip
+
+log = logging.getLogger(__name__)
 
 OPEN_LABEL = "Open original"
 REVEAL_LABEL = "Show in folder"
+
+
+async def open_decision(path: str) -> OpenDecision | None:
+    """What "Open original" would do with ``path`` (None when the source has no file),
+    decided off the loop."""
+    if not path:
+        return None
+    return await run_blocking(decide_open, path, name="look at the original file")
 
 
 class _LocalOnlyBrowser(QTextBrowser):
@@ -48,9 +63,12 @@ class SourceViewer(QDialog):
     # what "Open original" did: "open" or "reveal", the path, and whether it worked
     originalHandled = Signal(str, str, bool)
 
-    def __init__(self, parent: QWidget | None = None, opener: FileOpener | None = None) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, opener: FileOpener | None = None, *, tasks: TaskKeeper | None = None
+    ) -> None:
         super().__init__(parent)
         self._opener: FileOpener = opener if opener is not None else DesktopOpener(self)
+        self._tasks = tasks if tasks is not None else TaskKeeper(lambda name, exc: log.warning("%s: %s", name, exc))
         self.decision: OpenDecision | None = None
         self.setWindowTitle("Source")
         self.resize(720, 560)
@@ -80,7 +98,10 @@ class SourceViewer(QDialog):
         layout.addWidget(self.text, 1)
         layout.addWidget(buttons)
 
-    def show_source(self, evidence: Evidence, chunk: Chunk | None, context: list[Chunk]) -> None:
+    def show_source(
+        self, evidence: Evidence, chunk: Chunk | None, context: list[Chunk], decision: OpenDecision | None
+    ) -> None:
+        """Show ``chunk`` among ``context``; ``decision`` is :func:`open_decision` of its path."""
         self.evidence, self.chunk, self.context = evidence, chunk, context
         title = evidence.title or (chunk.title if chunk else "") or Path(evidence.path).name
         self.setWindowTitle(f"Source [{evidence.number}] — {title}")
@@ -94,7 +115,7 @@ class SourceViewer(QDialog):
         if evidence.collection:
             where.append(f"collection {evidence.collection}")
         self.location.setText(" · ".join(where))
-        self._show_decision(decide_open(evidence.path) if evidence.path else None)
+        self._show_decision(decision)
         self.text.setHtml(self._context_html(evidence, chunk, context))
         self.text.scrollToAnchor("cited")
 
@@ -133,18 +154,22 @@ class SourceViewer(QDialog):
         self.open_button.setEnabled(decision.action != "missing")
         self.open_button.setToolTip(plain_tooltip(decision.reason))
 
-    def open_original(self) -> None:
+    def open_original(self) -> asyncio.Task[None] | None:
         """Open the document, or show it in its folder when it could run (decided again
-        now: the file may have changed since the viewer showed it)."""
+        now, off the loop: the file may have changed since the viewer showed it)."""
         if not (self.evidence and self.evidence.path):
-            return
-        decision = decide_open(self.evidence.path)
+            return None
+        return self._tasks.start(self._open_original(self.evidence.path), "open the original")
+
+    async def _open_original(self, path: str) -> None:
+        decision = await open_decision(path)
+        assert decision is not None
         self._show_decision(decision)
         if decision.action == "missing":
             return
-        self.openOriginalRequested.emit(self.evidence.path)
+        self.openOriginalRequested.emit(path)
         done = carry_out(decision, self._opener)
-        self.originalHandled.emit(decision.action, self.evidence.path, done)
+        self.originalHandled.emit(decision.action, path, done)
 
 
 def _paragraphs(text: str) -> str:

@@ -180,13 +180,13 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
         report(monitor, "idle window, 10 s (the machine's own scheduling noise)")
         n = sum(1 for _ in source.rglob("*.md"))
         finished = asyncio.Event()
-        window.library_panel.ingestFinished.connect(lambda _e: finished.set())
+        window.library_panel.controller.ingestFinished.connect(lambda _e: finished.set())
         started = time.perf_counter()
         monitor.start()
         window.library_panel.add_paths([source])
         await finished.wait()
         report(monitor, f"ingesting {n} milvus-docs files through the window")
-        print(f"  ingest took {time.perf_counter() - started:.1f} s; {window.library_panel.progress.format()}")
+        print(f"  ingest took {time.perf_counter() - started:.1f} s; {window.library_panel.ingest.progress.format()}")
         if research:
             panel = window.research_panel
             panel.question.setPlainText(question)
@@ -194,15 +194,15 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
             panel.rounds.setValue(1)
             panel.subqueries.setValue(2)
             panel.top_k.setValue(4)
-            window.run_options = {"report_max_tokens": 200}
+            window.runs.run_options = {"report_max_tokens": 200}
             done = asyncio.Event()
             window.presenter.finished.connect(lambda _e: done.set())
             started = time.perf_counter()
             monitor.start()
             window.run_research()
             await done.wait()
-            if window.run_task is not None:  # let the run task finish its clean-up
-                await asyncio.wait({window.run_task})
+            if window.runs.run_task is not None:  # let the run task finish its clean-up
+                await asyncio.wait({window.runs.run_task})
             report(monitor, "research run (deep, starter model)")
             print(
                 f"  run took {time.perf_counter() - started:.1f} s, {len(window.presenter.events)} events, "
@@ -234,7 +234,7 @@ async def bench_stop(window: Any, monitor: StallMonitor) -> None:
     monitor.start()
     started = time.perf_counter()
     window.stop_research()
-    await until(lambda: not window.running)
+    await until(lambda: not window.runs.running)
     took = time.perf_counter() - started
     report(monitor, "stopping a run (deep, midway: once it has evidence)")
     print(f"  stopped in {took:.2f} s; {len(window.presenter.evidence)} pieces of evidence kept")

@@ -8,17 +8,29 @@ processes events — that is, while the test waits with ``qtbot.waitUntil`` or
 the test ends, and any exception a task left unhandled fails the test.
 Module-scoped set-up that must await (ingesting a corpus once) uses
 ``helpers.drive``, which runs a coroutine to completion on the same loop.
+
+Every test here runs under ``loop_guard``, which fails it when the GUI loop was
+blocked (see its docstring for what it measures and the bounds).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
+from pytestqt.qt_compat import qt_api
+from stall_monitor import LoopGuard, waiting
+
+# The loop guard's bounds (the reasons are in ``loop_guard``'s docstring).
+BLOCKED_MS = 50.0
+BUSY_MS = 250.0
+LOOP_GAP_MS = 1000.0
 
 _LOOP_ERRORS: list[str] = []
 
@@ -54,3 +66,68 @@ def aloop(qloop: qasync.QEventLoop, qtbot: Any) -> Iterator[qasync.QEventLoop]:
         asyncio.events._set_running_loop(None)
     errors, _LOOP_ERRORS[:] = list(_LOOP_ERRORS), []
     assert not errors, f"unhandled errors in asyncio tasks: {errors}"
+
+
+@pytest.fixture(autouse=True)
+def loop_guard(
+    qapp: QApplication, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[LoopGuard]:
+    """THE LOOP GUARD: fails a test in which the GUI loop was blocked.
+
+    Checks on the GUI thread while the test runs (``tests/stall_monitor.py``):
+
+    - Precise, 50 ms (``BLOCKED_MS``, the issue's number): each dispatch of
+      ``app/ui`` code by the loop — a slot, a virtual Qt calls, one step of a
+      coroutine from resume to its next ``await`` — is timed on its own, with
+      everything it calls, and split with the kernel's per-thread scheduler
+      statistics into time on a CPU, time waiting for a CPU, and the rest:
+      time *blocked* (sleeping, waiting on a file, SQLite, the keyring, a lock).
+      A blocking call in a slot is caught to the millisecond, while a loaded
+      2-core CI machine (time waiting for a CPU) cannot make the check flaky.
+    - Busy, 250 ms (``BUSY_MS``): a dispatch's time on a CPU (building a dialog,
+      restyling, rendering a report). CPU time hardly depends on the load, and
+      our slots take a few ms to a few tens; a quarter second of computing in
+      one slot is a visible stutter.
+    - Generous, 1 s (``LOOP_GAP_MS``): the longest time the loop went unserved
+      while the test waited on it (a 10 ms timer's gaps, counted only inside
+      pytest-qt's waits and ``helpers.drive``), whoever held it — engine,
+      library or Qt. Wall time, so loose enough that other processes and the GIL
+      held by worker threads on a loaded machine do not trip it, while a frozen
+      window (a second or more) fails.
+
+    The test fails when its body held the loop (checked as it ends, by
+    ``pytest_runtest_call``); a block during the fixtures' teardown (closing the
+    window) is an error at teardown. ``tests/ui/test_loop_guard.py`` proves the
+    checks fail when they should.
+    """
+    guard = LoopGuard(BLOCKED_MS, BUSY_MS, LOOP_GAP_MS)
+    real_exec = qt_api.exec
+
+    def exec_waiting(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        with waiting():
+            return real_exec(obj, *args, **kwargs)
+
+    monkeypatch.setattr(qt_api, "exec", exec_waiting)
+    guard.start()
+    try:
+        yield guard
+    finally:
+        guard.stop()
+    report = os.environ.get("FATHOM_LOOP_GUARD_REPORT")
+    if report:
+        with Path(report).open("a", encoding="utf-8") as out:
+            out.write(f"{request.node.nodeid}: {guard.summary()}; {guard.problems()}\n")
+    guard.check()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Fail the test itself (not its teardown) when its body blocked the loop."""
+    result = yield
+    guard = getattr(item, "funcargs", {}).get("loop_guard")
+    if isinstance(guard, LoopGuard):
+        try:
+            guard.check()
+        finally:
+            guard.forgive()  # reported once: the teardown checks only what comes after
+    return result

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+from stall_monitor import waiting
+
+from app.core.paths import app_paths
+from app.core.settings import Settings
+from app.ui.services import Services
+
+if TYPE_CHECKING:
+    from app.research.engine import ResearchEngine
 
 T = TypeVar("T")
 
@@ -49,7 +58,8 @@ def drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], timeout
     previous = asyncio.events._get_running_loop()
     asyncio.events._set_running_loop(None)
     try:
-        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+        with waiting():
+            return loop.run_until_complete(asyncio.wait_for(coro, timeout))
     finally:
         asyncio.events._set_running_loop(previous)
 
@@ -79,3 +89,15 @@ def answer_confirmation(qtbot: Any, parent: QWidget, yes: bool = True) -> str:
 
 def centre_of(widget: QWidget) -> QPoint:
     return widget.rect().center()
+
+
+class EngineServices(Services):
+    """The window's services with a given engine (no model or Milvus to load)."""
+
+    def __init__(self, engine: ResearchEngine) -> None:
+        base = Settings()
+        super().__init__(dataclasses.replace(base, ui=dataclasses.replace(base.ui, first_run_done=True)), app_paths())
+        self._given = engine
+
+    async def engine(self) -> ResearchEngine:
+        return self._given

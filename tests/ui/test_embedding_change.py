@@ -40,16 +40,15 @@ def window(qtbot: Any, aloop: Any, shared_data: Path, tmp_path: Path) -> Any:
     folder = tmp_path / "notes"
     folder.mkdir()
     shutil.copy(shared_data / "milvus-docs" / "about" / "limitations.md", folder / "limitations.md")
-    with qtbot.waitSignal(win.library_panel.ingestFinished, timeout=300_000):
+    with qtbot.waitSignal(win.library_panel.controller.ingestFinished, timeout=300_000):
         win.library_panel.add_paths([folder])
     yield win
-    qtbot.waitUntil(lambda: not win.library_panel.ingesting, timeout=60_000)
+    qtbot.waitUntil(lambda: not win.library_panel.controller.ingesting, timeout=60_000)
     await_in_test(qtbot, win.shutdown(), 60_000)
 
 
 def _save_embedding(qtbot: Any, window: MainWindow, url: str) -> None:
-    window.open_settings()
-    dialog: SettingsDialog = window.settings_dialog
+    dialog: SettingsDialog = await_in_test(qtbot, window.open_settings())
     dialog.embedding_backend.setCurrentIndex(dialog.embedding_backend.findData("openai"))
     dialog.embedding_model.setText("text-embedding-3-small")
     dialog.embedding_url.setText(url)
@@ -80,9 +79,9 @@ def test_a_reindex_that_cannot_reach_the_new_model_says_why_and_changes_nothing(
 
     answer_confirmation(qtbot, window, yes=True)
     panel = window.library_panel
-    qtbot.waitUntil(lambda: "could not embed text" in panel.current_label.text(), timeout=60_000)
-    assert "choose another embedding back end, model or server address in Settings" in panel.current_label.text()
-    qtbot.waitUntil(lambda: not panel.ingesting, timeout=60_000)
+    qtbot.waitUntil(lambda: "could not embed text" in panel.ingest.current_label.text(), timeout=60_000)
+    assert "choose another embedding back end, model or server address in Settings" in panel.ingest.current_label.text()
+    qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
     (notes,) = await_in_test(qtbot, library.collections())
     assert notes.embedding_model == "all-MiniLM-L6-v2-onnx-int8" and notes.documents == 1
     assert await_in_test(qtbot, library.check()).consistent

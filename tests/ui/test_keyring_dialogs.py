@@ -10,6 +10,8 @@ key leaves the settings unsaved with a sentence.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
 import socket
 import threading
@@ -28,6 +30,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 from app.core.paths import AppPaths, app_paths
 from app.core.settings import Settings, load_settings, replace_setting, save_settings
 from app.llm.keys import ENV_VAR, SERVICE, set_api_key
+from app.llm.starter import starter_model_path
 from app.ui.key_field import STORING
 from app.ui.services import Services
 from app.ui.settings_dialog import SettingsDialog
@@ -126,6 +129,10 @@ def _settings() -> Settings:
     return replace_setting(settings, "model.ollama.host", f"http://127.0.0.1:{_free_port()}")
 
 
+async def _write(paths: AppPaths, settings: Settings) -> None:
+    await asyncio.to_thread(save_settings, settings, paths.settings_file)  # off the loop, as the window does
+
+
 async def _no_models(_settings: Settings, _backend: str) -> list[str]:
     return []
 
@@ -135,7 +142,7 @@ def _settings_dialog(qtbot: Any, paths: AppPaths, errors: list[str]) -> Settings
         _settings(),
         paths,
         _no_models,
-        lambda s: save_settings(s, paths.settings_file),
+        functools.partial(_write, paths),
         set_api_key,
         TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")),
     )
@@ -149,7 +156,9 @@ def _settings_dialog(qtbot: Any, paths: AppPaths, errors: list[str]) -> Settings
 
 def _setup_dialog(qtbot: Any, paths: AppPaths, errors: list[str]) -> SetupDialog:
     services = Services(_settings(), paths)
-    dialog = SetupDialog(services, TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")))
+    dialog = SetupDialog(
+        services, TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")), starter=starter_model_path()
+    )
     qtbot.addWidget(dialog)
     dialog.show()
     task = dialog.key_field.check_task

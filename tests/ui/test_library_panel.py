@@ -37,20 +37,23 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
 ) -> None:
     folder = make_docs_folder(shared_data, tmp_path / "Milvus Intro")
     panel = window.library_panel
-    with qtbot.waitSignal(panel.ingestFinished, timeout=600_000) as finished:
+    with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as finished:
         entered, dropped = drop_paths(panel.drop_zone, [folder])
         assert entered and dropped
-        assert panel.ingesting and not panel.add_button.isEnabled()  # busy while indexing
+        assert panel.controller.ingesting and not panel.add_button.isEnabled()  # busy while indexing
     result = finished.args[0]
     assert result.collection == "milvus_intro"
     assert (result.indexed, result.failed) == (5, 1)
     # progress reached 100 % and says so
-    assert panel.progress.maximum() == 6 and panel.progress.value() == 6
-    assert "done" in panel.progress.format()
-    assert panel.last_progress is not None and panel.last_progress.fraction == 1.0
+    assert panel.ingest.progress.maximum() == 6 and panel.ingest.progress.value() == 6
+    assert "done" in panel.ingest.progress.format()
+    assert panel.controller.last_progress is not None and panel.controller.last_progress.fraction == 1.0
     # the broken file is listed with its reason
-    assert panel.failures.isVisible() and panel.failures.count() == 1
-    assert panel.failures.item(0).text().startswith("broken.pdf: ") and len(panel.failures.item(0).text()) > 14
+    assert panel.ingest.failures.isVisible() and panel.ingest.failures.count() == 1
+    assert (
+        panel.ingest.failures.item(0).text().startswith("broken.pdf: ")
+        and len(panel.ingest.failures.item(0).text()) > 14
+    )
     # the collection appears with the catalog's counts
     qtbot.waitUntil(lambda: panel.collection_item("milvus_intro") is not None, timeout=10_000)
     library = window.services.library
@@ -65,7 +68,7 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
     assert item.childCount() == len(docs) == 6
     # the research panel offers the collection as a scope
     assert "milvus_intro" in window.research_panel._scope_actions
-    assert panel.add_button.isEnabled() and not panel.stop_button.isEnabled()
+    assert panel.add_button.isEnabled() and not panel.ingest.stop_button.isEnabled()
 
 
 def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path) -> None:
@@ -74,7 +77,7 @@ def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_
     for name in ("overview.md", "limitations.md"):
         shutil.copy(shared_data / "milvus-docs" / "about" / name, folder / name)
     panel = window.library_panel
-    with qtbot.waitSignal(panel.ingestFinished, timeout=600_000) as first:
+    with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as first:
         entered, dropped = drop_paths(window, [folder])  # the whole window accepts drops too
         assert entered and dropped
     assert first.args[0].indexed == 2
@@ -98,7 +101,7 @@ def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_
     item = panel.collection_item("notes")
     assert item is not None
     panel.tree.setCurrentItem(item)
-    with qtbot.waitSignal(panel.ingestFinished, timeout=600_000) as rescanned:
+    with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as rescanned:
         panel.rescan_button.click()
     assert rescanned.args[0].indexed == 1 and rescanned.args[0].removed == 1
     qtbot.waitUntil(lambda: (panel.collection_item("notes") or item).childCount() == 1, timeout=10_000)

@@ -89,7 +89,7 @@ def _open(qtbot: Any, panel: LibraryPanel, embedder: Any) -> Library:
 
 
 def _index(qtbot: Any, panel: LibraryPanel, docs: Path) -> None:
-    with qtbot.waitSignal(panel.ingestFinished, timeout=300_000) as finished:
+    with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000) as finished:
         panel.add_paths([docs])
     assert finished.args[0].indexed == len(FILES)
     qtbot.waitUntil(lambda: panel.collection_item("notes") is not None, timeout=10_000)
@@ -123,7 +123,7 @@ def test_repair_reembeds_lost_passages_and_says_what_it_fixed(
         assert box.text().startswith("Repaired 1 problem. The library is consistent")
         assert f"limitations.md ('notes'): 4 of its {doc.chunk_count} passages are missing" in box.informativeText()
         assert set(library.store.document_chunk_ids("notes", doc.doc_id)) == expected
-        assert panel.last_repair is not None and panel.last_repair[1].consistent
+        assert panel.controller.last_repair is not None and panel.controller.last_repair[1].consistent
         assert panel.repair_button.isEnabled() and panel.add_button.isEnabled()
     finally:
         _close(qtbot, panel, library)
@@ -135,7 +135,7 @@ def test_repair_on_a_consistent_library_says_so(
     library = _open(qtbot, panel, minilm)
     try:
         _index(qtbot, panel, docs)
-        panel.repair()
+        panel.controller.repair()
         box = _message_box(qtbot, panel)
         assert box.text().startswith("The library is consistent: 1 collections, 2 indexed documents")
         assert box.informativeText() == "Nothing needed fixing."
@@ -155,7 +155,7 @@ def test_a_collection_built_with_another_model_is_offered_a_reindex(
         qtbot.waitUntil(lambda: panel.collection_item("notes") is not None, timeout=10_000)
         assert [c.name for c in await_in_test(qtbot, renamed.collections_needing_reindex())] == ["notes"]
         panel.tree.setCurrentItem(panel.collection_item("notes"))
-        with qtbot.waitSignal(panel.ingestFinished, timeout=300_000) as finished:
+        with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000) as finished:
             panel.rescan_action.trigger()  # refused: another model built it; Fathom offers to re-index
             question = answer_confirmation(qtbot, panel, yes=True)
             assert question == "“notes” was built with another embedding model than the one in Settings."
@@ -180,7 +180,7 @@ def test_what_a_crash_left_half_done_is_finished_and_said_at_start(
     library.catalog.save_documents([replace(doc, status=DocumentStatus.WRITING)])
     _close(qtbot, panel, library)
 
-    with qtbot.waitSignal(panel.statusMessage, timeout=10_000) as said:
+    with qtbot.waitSignal(panel.controller.statusMessage, timeout=10_000) as said:
         reopened = _open(qtbot, panel, minilm)
     try:
         assert said.args[0] == (

@@ -39,7 +39,7 @@ def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.Te
     services = Services(settings, paths)
     win = MainWindow(services)
     # keep runs short with the tiny model: a short report, one round
-    win.run_options = {"report_max_tokens": 120}
+    win.runs.run_options = {"report_max_tokens": 120}
     win.show()
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
 
@@ -48,7 +48,7 @@ def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.Te
         library = await services.open_library()
         async for _event in library.ingest([folder], "milvus"):
             pass
-        await win.library_panel.refresh()
+        await win.library_panel.controller.refresh()
         await services.engine()  # load the model once for the module
 
     drive(qloop, setup())
@@ -73,7 +73,7 @@ def _run_to_the_end(qtbot: Any, window: MainWindow) -> Finished:
         window.research_panel.run_button.click()
     final = done.args[0]
     assert isinstance(final, Finished), final
-    qtbot.waitUntil(lambda: not window.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
     qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
     return final
 
@@ -99,7 +99,7 @@ def test_a_question_runs_live_and_its_citations_open_the_source(qtbot: Any, aloo
         assert window.research_panel.stop_button.isEnabled()
     final = done.args[0]
     assert isinstance(final, Finished), final
-    qtbot.waitUntil(lambda: not window.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
     assert window.research_panel.run_button.isEnabled()
 
     # the tree grew while the run was going, in the order of the events
@@ -155,12 +155,12 @@ def test_a_question_runs_live_and_its_citations_open_the_source(qtbot: Any, aloo
 
 def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, aloop: Any, window: MainWindow) -> None:
     _configure(window, "deep", rounds=3, queries=3)
-    window.run_options = {"report_max_tokens": 400}
+    window.runs.run_options = {"report_max_tokens": 400}
     try:
         window.research_panel.run_button.click()
         # let it get somewhere: at least one search done
         qtbot.waitUntil(lambda: any(isinstance(e, SearchFinished) for e in window.presenter.events), timeout=300_000)
-        assert window.running
+        assert window.runs.running
         ticks: list[float] = []
         timer = QTimer()
         timer.setInterval(10)
@@ -171,14 +171,14 @@ def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, a
         window.research_panel.question.setFocus()
         started = time.perf_counter()
         qtbot.keyClick(window.research_panel.question, Qt.Key.Key_Escape)  # Esc stops
-        qtbot.waitUntil(lambda: not window.running, timeout=5_000)
+        qtbot.waitUntil(lambda: not window.runs.running, timeout=5_000)
         took = time.perf_counter() - started
         stopped = time.perf_counter()
         # keep watching the loop while the run winds down: ten more ticks after the stop
         qtbot.waitUntil(lambda: sum(t > stopped for t in ticks) >= 10, timeout=5_000)
         timer.stop()
     finally:
-        window.run_options = {"report_max_tokens": 120}
+        window.runs.run_options = {"report_max_tokens": 120}
     assert took < 1.0, f"the run took {took:.2f} s to stop"
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert gaps and max(gaps) < 0.25, f"the window stalled {max(gaps):.3f} s while stopping"

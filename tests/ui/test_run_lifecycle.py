@@ -9,7 +9,6 @@ no step freezes the window.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import sys
 import threading
@@ -18,19 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import await_in_test, drive
+from helpers import EngineServices, await_in_test, drive
 from history_fixture import DEEP_RUN, EXPECTED, STOPPED_RUN, TABLE_RUN, outline, restore, sha256
 from PySide6.QtCore import Qt
 from stall_monitor import StallMonitor
 
 from app.core.events import EvidenceAdded, Finished
 from app.core.paths import app_paths
-from app.core.settings import Settings
 from app.llm.base import Message
 from app.research.engine import ResearchEngine
 from app.store.runs import RunStore
 from app.ui.main_window import MainWindow
-from app.ui.services import Services
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
 from scripted import BLOCK, MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, verdicts
@@ -69,18 +66,6 @@ class SlowToStop(ScriptedModel):
             raise
 
 
-class ScriptedServices(Services):
-    """The window's services with a given engine (no model or Milvus to load)."""
-
-    def __init__(self, engine: ResearchEngine) -> None:
-        base = Settings()
-        super().__init__(dataclasses.replace(base, ui=dataclasses.replace(base.ui, first_run_done=True)), app_paths())
-        self._scripted = engine
-
-    async def engine(self) -> ResearchEngine:
-        return self._scripted
-
-
 @pytest.fixture
 def make_window(qapp: Any, qloop: Any, aloop: Any) -> Iterator[Callable[..., MainWindow]]:
     made: list[MainWindow] = []
@@ -92,7 +77,7 @@ def make_window(qapp: Any, qloop: Any, aloop: Any) -> Iterator[Callable[..., Mai
             MemoryLibrary(list(MILVUS_CHUNKS)),  # type: ignore[arg-type]
             history=history or paths.catalog_file,
         )
-        window = MainWindow(ScriptedServices(engine))
+        window = MainWindow(EngineServices(engine))
         window.show()
         window.research_panel.set_running(False, ready=True)
         window.research_panel.question.setPlainText(QUESTION)
@@ -134,7 +119,7 @@ def test_stop_waits_for_the_engine_and_the_evidence_is_shown_and_saved(
     await_in_test(qtbot, window.stop_run(), timeout_ms=20_000)
     assert work.done() and model.unwound  # when Stop returns, the engine's work is over
     assert mode_task(run_id) is None
-    assert not window.running
+    assert not window.runs.running
     stall = monitor.stop()
 
     # shown: the partial report lists the evidence; the tree keeps the judged chunks
@@ -171,8 +156,8 @@ def test_esc_stops_the_run_and_the_stop_button_cannot_be_pressed_twice(
     qtbot.keyClick(window.research_panel.question, Qt.Key.Key_Escape)
     assert window.state_label.text() == "Stopping…"
     assert not window.research_panel.stop_button.isEnabled()
-    assert window.running and not work.done()  # still unwinding: not cut off
-    qtbot.waitUntil(lambda: not window.running, timeout=20_000)
+    assert window.runs.running and not work.done()  # still unwinding: not cut off
+    qtbot.waitUntil(lambda: not window.runs.running, timeout=20_000)
     assert work.done() and model.unwound
     assert window.presenter.state == "cancelled" and window.errors == []
 
@@ -186,7 +171,7 @@ def test_stopping_a_run_of_the_real_model_midway_shows_and_saves_its_evidence(
     panel.rounds.setValue(3)
     panel.subqueries.setValue(2)
     panel.top_k.setValue(3)
-    window.run_options = {"report_max_tokens": 60}
+    window.runs.run_options = {"report_max_tokens": 60}
     monitor = StallMonitor()
     monitor.start()
     panel.run_button.click()
@@ -195,7 +180,7 @@ def test_stopping_a_run_of_the_real_model_midway_shows_and_saves_its_evidence(
     work = mode_task(run_id)
     assert work is not None and not work.done(), "the run ended before it could be stopped"
     await_in_test(qtbot, window.stop_run(), timeout_ms=30_000)
-    assert work.done() and mode_task(run_id) is None and not window.running
+    assert work.done() and mode_task(run_id) is None and not window.runs.running
     stall = monitor.stop()
     presenter = window.presenter
     assert presenter.state == "cancelled"
@@ -220,7 +205,7 @@ def test_a_scripted_run_reopened_and_exported_never_freezes_the_window(
     with qtbot.waitSignal(window.presenter.finished, timeout=30_000) as done:
         window.research_panel.run_button.click()
     assert isinstance(done.args[0], Finished)
-    qtbot.waitUntil(lambda: not window.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
     run_id = window.presenter.run_id
     shape, markdown = window.tree_model.shape(), window.report.markdown_text()
     during_run = monitor.stop()
@@ -239,15 +224,15 @@ def test_a_scripted_run_reopened_and_exported_never_freezes_the_window(
 
     # export: rendered and written by a worker thread
     writers: list[int] = []
-    import app.ui.main_window as main_window
+    import app.ui.run_controller as run_controller
 
-    real_export = main_window.export_report
+    real_export = run_controller.export_report
 
     def spy(*args: Any) -> Path:
         writers.append(threading.get_ident())
         return real_export(*args)
 
-    monkeypatch.setattr(main_window, "export_report", spy)
+    monkeypatch.setattr(run_controller, "export_report", spy)
     monitor.start()
     written = [await_in_test(qtbot, window.export_to(tmp_path / f"report{suffix}")) for suffix in (".md", ".pdf")]
     exporting = monitor.stop()
@@ -280,7 +265,7 @@ def test_a_history_that_cannot_be_written_is_reported_in_the_status_bar(
 def test_runs_saved_by_the_first_version_open_in_the_window(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
     restore(app_paths().ensure().catalog_file)
     window = make_window()
-    await_in_test(qtbot, window.refresh_history())
+    await_in_test(qtbot, window.runs.refresh_history())
     history = window.history_panel
     assert {r.run_id for r in history.summaries} == set(EXPECTED)
     for run_id in (DEEP_RUN, TABLE_RUN, STOPPED_RUN):
@@ -321,7 +306,7 @@ def test_a_damaged_run_opens_with_a_note_in_the_tree_and_the_status_bar(
         runs.close()
     window = make_window()
     messages = status_messages(window)
-    await_in_test(qtbot, window.refresh_history())
+    await_in_test(qtbot, window.runs.refresh_history())
     window.history_panel.select_run(DEEP_RUN)
     with qtbot.waitSignal(window.presenter.finished, timeout=10_000):
         window.history_panel.open_button.click()

@@ -30,7 +30,9 @@ def test_without_ollama_the_setup_offers_llama_cpp_and_saves_the_choice(
     settings = replace_setting(Settings(), "model.ollama.host", f"http://127.0.0.1:{_free_port()}")
     services = Services(settings, paths)
     errors: list[str] = []
-    dialog = SetupDialog(services, TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")))
+    dialog = SetupDialog(
+        services, TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")), starter=starter_model_path
+    )
     qtbot.addWidget(dialog)
     dialog.show()
     qtbot.waitUntil(dialog.probe_task.done, timeout=20_000)
@@ -44,7 +46,8 @@ def test_without_ollama_the_setup_offers_llama_cpp_and_saves_the_choice(
     dialog.gguf.setText(str(paths.data_dir / "missing.gguf"))
     save = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save)
     save.click()
-    assert dialog.isVisible() and "existing .gguf" in dialog.error.text()
+    qtbot.waitUntil(lambda: "existing .gguf" in dialog.error.text(), timeout=5000)  # looked for off the loop
+    assert dialog.isVisible()
 
     # a real GGUF file is accepted
     dialog.gguf.setText(str(starter_model_path))

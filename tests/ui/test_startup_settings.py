@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from helpers import await_in_test
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from app.core.paths import app_paths
@@ -82,8 +83,7 @@ def test_settings_survive_a_restart(qtbot: Any, aloop: Any) -> None:
     services = Services(Settings(), paths)
     window = MainWindow(services)
     qtbot.addWidget(window)
-    window.open_settings()
-    dialog: SettingsDialog = window.settings_dialog
+    dialog: SettingsDialog = await_in_test(qtbot, window.open_settings())
     dialog.backend.setCurrentIndex(dialog.backend.findData("ollama"))
     dialog.ollama_host.setText("http://127.0.0.1:11500")
     dialog.ollama_model.setCurrentText("qwen3:8b")

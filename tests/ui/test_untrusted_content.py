@@ -31,6 +31,7 @@ from PySide6.QtCore import QObject, QPoint, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QPdfWriter, QTextCursor, QTextDocument
 
 from app.core.models import Chunk, Evidence
+from app.core.opening import OpenDecision, decide_open
 from app.ui import source_viewer as source_viewer_module
 from app.ui.citations import citation_number, linkify_citations
 from app.ui.exporters import export_report
@@ -376,7 +377,8 @@ class RecordingOpener:
         return True
 
 
-def _source(path: Path, port: int) -> tuple[Evidence, Chunk, list[Chunk]]:
+def _source(path: Path, port: int) -> tuple[Evidence, Chunk, list[Chunk], OpenDecision]:
+    """A hostile chunk of ``path`` among its context, and what "Open original" would do."""
     hostile = (
         f'Read this <img src="http://127.0.0.1:{port}/s.png"> <script>alert(3)</script> '
         f'<iframe src="http://127.0.0.1:{port}/f"></iframe> <link rel=stylesheet href="http://127.0.0.1:{port}/c.css"> '
@@ -385,7 +387,7 @@ def _source(path: Path, port: int) -> tuple[Evidence, Chunk, list[Chunk]]:
     chunk = Chunk("c2", "d1", "docs", str(path), hostile, title="<b>Evil</b>", headings=("<i>Head</i>",), page=2)
     before = Chunk("c1", "d1", "docs", str(path), "Before <img src=http://127.0.0.1:9/b.png>", chunk_no=0)
     evidence = Evidence(2, "c2", "q", hostile, str(path), page=2, collection="<u>docs</u>", title="<b>Evil</b>")
-    return evidence, chunk, [before, chunk]
+    return evidence, chunk, [before, chunk], decide_open(path)
 
 
 def test_the_source_viewer_shows_chunk_text_as_text_and_loads_nothing(
@@ -428,7 +430,7 @@ def test_the_source_viewer_shows_chunk_text_as_text_and_loads_nothing(
     ],
 )
 def test_open_original_opens_documents_and_shows_scripts_in_their_folder(
-    qtbot: Any, tmp_path: Path, name: str, mode: int, label: str, action: str
+    qtbot: Any, aloop: Any, tmp_path: Path, name: str, mode: int, label: str, action: str
 ) -> None:
     path = tmp_path / name
     path.write_bytes(b"%PDF-1.7 harmless\n")
@@ -436,8 +438,7 @@ def test_open_original_opens_documents_and_shows_scripts_in_their_folder(
     opener = RecordingOpener()
     viewer = SourceViewer(opener=opener)
     qtbot.addWidget(viewer)
-    evidence, chunk, context = _source(path, 9)
-    viewer.show_source(evidence, chunk, context)
+    viewer.show_source(*_source(path, 9))
     assert viewer.open_button.isEnabled()
     assert viewer.open_button.text() == label
     assert viewer.decision is not None and viewer.decision.action == action
@@ -450,7 +451,9 @@ def test_open_original_opens_documents_and_shows_scripts_in_their_folder(
     assert opener.calls == [(action, path)]
 
 
-def test_a_file_that_became_a_script_after_the_viewer_showed_it_is_revealed(qtbot: Any, tmp_path: Path) -> None:
+def test_a_file_that_became_a_script_after_the_viewer_showed_it_is_revealed(
+    qtbot: Any, aloop: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "report.pdf"
     path.write_bytes(b"%PDF-1.7\n")
     path.chmod(0o644)
@@ -460,12 +463,13 @@ def test_a_file_that_became_a_script_after_the_viewer_showed_it_is_revealed(qtbo
     viewer.show_source(*_source(path, 9))
     assert viewer.open_button.text() == OPEN_LABEL
     path.chmod(0o755)
-    viewer.open_button.click()
+    with qtbot.waitSignal(viewer.originalHandled, timeout=2000):  # decided again, off the loop
+        viewer.open_button.click()
     assert opener.calls == [("reveal", path)]
     assert viewer.open_button.text() == REVEAL_LABEL
 
 
-def test_a_missing_original_cannot_be_opened(qtbot: Any, tmp_path: Path) -> None:
+def test_a_missing_original_cannot_be_opened(qtbot: Any, aloop: Any, tmp_path: Path) -> None:
     opener = RecordingOpener()
     viewer = SourceViewer(opener=opener)
     qtbot.addWidget(viewer)
@@ -473,8 +477,10 @@ def test_a_missing_original_cannot_be_opened(qtbot: Any, tmp_path: Path) -> None
     assert not viewer.open_button.isEnabled()
     assert "gone.pdf" in viewer.open_button.toolTip()
     assert viewer.open_button.text() == OPEN_LABEL
-    viewer.open_original()
-    assert opener.calls == []
+    task = viewer.open_original()
+    assert task is not None
+    qtbot.waitUntil(task.done, timeout=2000)
+    assert task.exception() is None and opener.calls == []
 
 
 class _UrlRecorder(QObject):
@@ -498,7 +504,7 @@ def desktop_urls() -> Iterator[_UrlRecorder]:
 
 @pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="there Finder/Explorer is started (open -R, /select)")
 def test_the_desktop_opener_hands_the_system_the_folder_of_a_script_never_the_script(
-    qtbot: Any, tmp_path: Path, desktop_urls: _UrlRecorder
+    qtbot: Any, aloop: Any, tmp_path: Path, desktop_urls: _UrlRecorder
 ) -> None:
     script = tmp_path / "docs" / "update.sh"
     script.parent.mkdir()
@@ -507,8 +513,8 @@ def test_the_desktop_opener_hands_the_system_the_folder_of_a_script_never_the_sc
     document.write_bytes(b"%PDF-1.7\n")
     viewer = SourceViewer(opener=DesktopOpener(file_manager_bus=False))
     qtbot.addWidget(viewer)
-    viewer.show_source(*_source(script, 9))
-    viewer.open_button.click()
-    viewer.show_source(*_source(document, 9))
-    viewer.open_button.click()
+    for path in (script, document):
+        viewer.show_source(*_source(path, 9))
+        with qtbot.waitSignal(viewer.originalHandled, timeout=2000):
+            viewer.open_button.click()
     assert desktop_urls.urls == [str(script.parent), str(document)]

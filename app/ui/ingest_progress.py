@@ -1,0 +1,146 @@
+"""How an indexing (or re-index, re-scan, repair) is going: a progress bar with
+Stop, the current line, the files seen (the last ``MAX_FILE_ROWS``) and the
+files that failed. It only shows what the library controller reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QProgressBar, QPushButton, QWidget
+
+from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
+from app.ui.formatting import count, duration, short_path
+from app.ui.tooltips import plain_tooltip
+
+PATH_ROLE = Qt.ItemDataRole.UserRole + 4
+MAX_FILE_ROWS = 400
+_MARKS = {"indexed": "✓", "unchanged": "=", "skipped": "–", "failed": "✗", "removed": "−"}
+
+
+class IngestProgressView:
+    """The widgets, laid out by the library panel: :meth:`bar_row`, then the others in order."""
+
+    def __init__(self) -> None:
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop indexing; it resumes where it stopped next time")
+        self.progress = QProgressBar()
+        self.progress.setObjectName("ingestProgress")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("Idle")
+        self.progress.setTextVisible(True)
+        self.current_label = QLabel("")
+        self.current_label.setWordWrap(True)
+        self.files = QListWidget()
+        self.files.setObjectName("ingestFiles")
+        self.files.setUniformItemSizes(True)
+        self.failures_label = QLabel("Failed files")
+        self.failures = QListWidget()
+        self.failures.setObjectName("ingestFailures")
+        self.failures.setWordWrap(True)
+        self.failures_label.hide()
+        self.failures.hide()
+        self._file_rows: dict[str, QListWidgetItem] = {}
+
+    def bar_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.stop_button)
+        return row
+
+    def widgets(self) -> list[tuple[QWidget, int]]:
+        """The widgets under the bar, with their stretch."""
+        return [(self.current_label, 0), (self.files, 2), (self.failures_label, 0), (self.failures, 1)]
+
+    # -- what the controller reports --------------------------------------
+    def start(self, doing: str) -> None:
+        self.files.clear()
+        self._file_rows.clear()
+        self.failures.clear()
+        self.failures.hide()
+        self.failures_label.hide()
+        self.progress.setRange(0, 0)  # busy until the file count is known
+        self.progress.setFormat(doing)
+        self.current_label.setText("")
+
+    def stopped(self, text: str, clear_line: bool) -> None:
+        self.progress.setFormat(text)
+        if clear_line:
+            self.current_label.setText("")
+
+    def failed(self, message: str) -> None:
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("Stopped")
+        self.current_label.setText(message)
+        self.current_label.setObjectName("errorText")
+
+    def repaired(self, consistent: bool) -> None:
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1)
+        self.progress.setFormat("Repair done" if consistent else "Repair: problems remain")
+
+    def show_event(self, event: IngestEvent) -> None:
+        if isinstance(event, IngestStarted):
+            self.progress.setRange(0, max(event.total_files, 1))
+            self.progress.setValue(0)
+            self.progress.setFormat(f"{event.collection}: 0 / {event.total_files} files")
+        elif isinstance(event, FileStarted):
+            self._file_row(event.path).setText(f"… {short_path(event.path, 3)}")
+        elif isinstance(event, FileDone):
+            self._file_done(event)
+        elif isinstance(event, IngestProgress):
+            self.progress.setRange(0, max(event.total_files, 1))
+            self.progress.setValue(event.done_files)
+            eta = "" if event.eta_s is None else f" — ETA {duration(event.eta_s)}"
+            self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
+            self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far")
+        elif isinstance(event, IngestFinished):
+            self._finished(event)
+
+    # -- rows -------------------------------------------------------------
+    def _file_row(self, path: str) -> QListWidgetItem:
+        row = self._file_rows.get(path)
+        if row is None:
+            row = QListWidgetItem(short_path(path, 3))
+            row.setToolTip(plain_tooltip(path))
+            row.setData(PATH_ROLE, path)
+            self.files.addItem(row)
+            self._file_rows[path] = row
+            while self.files.count() > MAX_FILE_ROWS:
+                old = self.files.takeItem(0)
+                if old is not None:
+                    self._file_rows.pop(old.data(PATH_ROLE), None)
+        return row
+
+    def _file_done(self, event: FileDone) -> None:
+        detail = f"{event.chunks} chunks" if event.status == "indexed" else event.status
+        if event.reason:
+            detail += f": {event.reason}"
+        self._file_row(event.path).setText(f"{_MARKS.get(event.status, '·')} {short_path(event.path, 3)} — {detail}")
+        if event.status == "failed":
+            self._add_failure(event.path, event.reason)
+        self.files.scrollToBottom()
+
+    def _add_failure(self, path: str, reason: str) -> None:
+        item = QListWidgetItem(f"{Path(path).name}: {reason or 'failed'}")
+        item.setToolTip(plain_tooltip(f"{path}\n{reason}"))
+        item.setData(PATH_ROLE, path)
+        self.failures.addItem(item)
+        self.failures.show()
+        self.failures_label.show()
+
+    def _finished(self, event: IngestFinished) -> None:
+        total = event.indexed + event.unchanged + event.skipped + event.failed
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(max(total, 1))
+        self.progress.setFormat(f"{event.collection}: done, {total} / {total} files")
+        self.current_label.setText(
+            f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {event.failed} failed, "
+            f"{event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
+        )
+        known = {self.failures.item(i).data(PATH_ROLE) for i in range(self.failures.count())}
+        for path, reason in event.failures:
+            if path not in known:
+                self._add_failure(path, reason)

@@ -1,0 +1,297 @@
+"""The library's state and actions, without a widget: the catalog shown, the
+one indexing (or re-index, re-scan, repair) that may run at a time, and what
+it last reported.
+
+Every call to the ``Library`` is awaited on the qasync loop (the Library runs
+its blocking work in executors); looking at dropped paths on disk goes
+through :func:`app.ui.tasks.run_blocking`. Questions to the user go through
+the ``confirm`` callable the view hands over; everything else it learns from
+the signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.core.errors import EmbeddingMismatch, FathomError
+from app.core.events import IngestEvent, IngestFinished, IngestProgress
+from app.core.models import Collection, Document
+from app.ui.formatting import count
+from app.ui.tasks import TaskKeeper, run_blocking
+
+if TYPE_CHECKING:
+    from app.core.settings import Settings
+    from app.ingest.library import Library
+    from app.store.consistency import CheckResult
+
+Confirm = Callable[[str, str, str], Awaitable[bool]]  # title, text, details -> yes
+MESSAGE_MS = 8000
+
+
+def collection_name_for(paths: Sequence[Path]) -> str:
+    """A collection name from what was dropped: the first folder's name, else ``documents``."""
+    for path in paths:
+        if path.is_dir():
+            base = path.name
+            break
+    else:
+        base = paths[0].parent.name if paths else "documents"
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", base).strip("_").lower() or "documents"
+    if name[0].isdigit():
+        name = f"c_{name}"
+    return name[:60]
+
+
+def _split_existing(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(the paths that exist, those that do not)."""
+    found = [p for p in paths if p.exists()]
+    return found, [p for p in paths if p not in found]
+
+
+class LibraryController(QObject):
+    catalogChanged = Signal(list, dict)  # list[Collection], {collection name: list[Document]}
+    busyChanged = Signal()  # the library arrived, or an indexing or repair started or ended
+    progressStarted = Signal(str)  # what is being done, until the first event says how much
+    ingestEvent = Signal(object)  # IngestEvent
+    ingestFinished = Signal(object)  # IngestFinished
+    stopped = Signal(str, bool)  # what the stop means, whether the current line is cleared
+    failed = Signal(str)
+    repaired = Signal(object, object)  # CheckResult before, after
+    statusMessage = Signal(str, int)  # a passing message, how long to show it (ms; 0: until replaced)
+
+    def __init__(self, tasks: TaskKeeper, confirm: Confirm, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._tasks = tasks
+        self._confirm = confirm
+        self._library: Library | None = None
+        self._ingest_task: asyncio.Task[Any] | None = None
+        self.collections: list[Collection] = []
+        self.last_finished: IngestFinished | None = None
+        self.last_progress: IngestProgress | None = None
+        self.last_repair: tuple[CheckResult, CheckResult] | None = None
+
+    # -- state ------------------------------------------------------------
+    @property
+    def library(self) -> Library | None:
+        return self._library
+
+    def set_library(self, library: Library | None) -> None:
+        self._library = library
+        if library is not None:
+            if library.recovery:
+                self._say(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
+            self._tasks.start(self.refresh(), "refresh the library")
+        self.busyChanged.emit()
+
+    @property
+    def ingesting(self) -> bool:
+        return self._ingest_task is not None and not self._ingest_task.done()
+
+    @property
+    def idle(self) -> bool:
+        """The library is open and nothing is being indexed or repaired."""
+        return self._library is not None and not self.ingesting
+
+    async def wait_until_idle(self) -> None:
+        """Return once the indexing, re-index or repair in progress (if any) has ended."""
+        task = self._ingest_task
+        if task is not None and not task.done():
+            await asyncio.wait([task])
+
+    def _say(self, text: str, ms: int = MESSAGE_MS) -> None:
+        self.statusMessage.emit(text, ms)
+
+    async def use_settings(self, settings: Settings) -> None:
+        """Hand new settings to the open library; when the embedding model changed,
+        offer to re-index the collections built with the old one."""
+        library = self._library
+        if library is None:
+            return
+        if self.ingesting and settings.embedding != library.settings.embedding:
+            self._say("The new embedding model is used once the indexing in progress ends.", 0)
+        await self.wait_until_idle()
+        await library.use_settings(settings)
+        stale = await library.collections_needing_reindex()
+        if not stale:
+            return
+        names = ", ".join(f"“{c.name}”" for c in stale)
+        ok = await self._confirm(
+            "Re-index collections",
+            f"{count(len(stale), 'collection')} {'was' if len(stale) == 1 else 'were'} built with another "
+            f"embedding model than {await library.embedding_model()}: {names}.",
+            "They cannot be searched with the new model until they are re-indexed. Re-index them now? Every "
+            "document is embedded again; your files are not touched. (Or do it later from a collection's "
+            "right-click menu, or switch the embedding model back in Settings.)",
+        )
+        if ok:
+            await self.reindex_all([c.name for c in stale])
+
+    # -- catalog ----------------------------------------------------------
+    async def refresh(self) -> None:
+        library = self._library
+        if library is None:
+            return
+        collections = await library.collections()
+        documents: dict[str, list[Document]] = {}
+        for collection in collections:
+            documents[collection.name] = await library.documents(collection.name)
+        self.collections = collections
+        self.catalogChanged.emit(collections, documents)
+
+    async def set_description(self, name: str, description: str) -> None:
+        if self._library is None:
+            return
+        await self._library.set_description(name, description.strip())
+        self._say(f"Saved the description of {name}.")
+        await self.refresh()
+
+    async def remove_collection(self, name: str) -> None:
+        if self._library is not None:
+            await self._library.remove_collection(name)
+            self._say(f"Removed the collection {name}.")
+
+    async def remove_document(self, collection: str, doc_id: str, shown_name: str) -> None:
+        if self._library is not None:
+            await self._library.remove_document(collection, doc_id)
+            self._say(f"Removed {shown_name}.")
+
+    # -- indexing ---------------------------------------------------------
+    def _start(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self._ingest_task = self._tasks.start(work, name)
+        self.busyChanged.emit()
+
+    def _ended(self) -> None:
+        self._ingest_task = None
+        self.busyChanged.emit()
+        self._tasks.start(self.refresh(), "refresh the library")
+
+    def add_paths(self, paths: list[Path], collection: str | None = None) -> None:
+        """Index dropped or chosen paths into ``collection`` (None: one named after the
+        first folder); ignored while an ingest runs or before the library is open."""
+        if self._library is None or self.ingesting or not paths:
+            if self.ingesting:
+                self._say("Wait for the current indexing to finish, or stop it.")
+            return
+        self._start(self._add(paths, collection), "indexing")
+
+    async def _add(self, paths: list[Path], collection: str | None) -> None:
+        found, missing = await run_blocking(_split_existing, paths, name="look at the paths to index")
+        if missing:
+            self._say(f"Not found: {missing[0]}")
+        if not found:
+            self._ingest_task = None
+            self.busyChanged.emit()
+            return
+        if collection is None:
+            collection = await run_blocking(collection_name_for, found, name="name the collection")
+        await self._run_ingest(found, collection)
+
+    def rescan(self, collection: str) -> None:
+        """Index new and changed files of ``collection``, drop deleted ones."""
+        if self._library is not None and not self.ingesting:
+            self._start(self._run_ingest([], collection, how="rescan"), "re-scan")
+
+    def reindex(self, collection: str) -> None:
+        """Embed ``collection`` again with the embedding model now in Settings."""
+        if self._library is not None and not self.ingesting:
+            self._start(self._run_ingest([], collection, how="reindex"), "re-index")
+
+    async def reindex_all(self, collections: Sequence[str]) -> None:
+        """Re-index these collections one after another (each shows its progress)."""
+        for name in collections:
+            await self.wait_until_idle()
+            self.reindex(name)
+            await self.wait_until_idle()
+
+    def stop_ingest(self) -> None:
+        if self.ingesting and self._ingest_task is not None:
+            self._ingest_task.cancel()
+
+    async def _run_ingest(self, paths: list[Path], collection: str, *, how: str = "ingest") -> None:
+        library = self._library
+        assert library is not None
+        self._reset(f"Scanning for {collection}…")
+        mismatch = False
+        try:
+            stream: Any
+            if how == "rescan":
+                stream = library.rescan(collection)
+            elif how == "reindex":
+                stream = library.reindex(collection)
+            else:
+                stream = library.ingest(paths, collection)
+            if inspect.isawaitable(stream):
+                stream = await stream
+            async for event in stream:
+                self.on_ingest_event(event)
+        except asyncio.CancelledError:
+            self.stopped.emit("Stopped — indexing resumes where it stopped next time", True)
+            raise
+        except FathomError as exc:
+            self._fail(str(exc))
+            mismatch = isinstance(exc, EmbeddingMismatch)
+        finally:
+            self._ended()
+        if mismatch:
+            await self.offer_reindex(collection)
+
+    def _reset(self, doing: str) -> None:
+        self.last_finished = None
+        self.last_progress = None
+        self.progressStarted.emit(doing)
+
+    def _fail(self, message: str) -> None:
+        self.failed.emit(message)
+        self._say(message)
+
+    def on_ingest_event(self, event: IngestEvent) -> None:
+        if isinstance(event, IngestProgress):
+            self.last_progress = event
+        elif isinstance(event, IngestFinished):
+            self.last_finished = event
+        self.ingestEvent.emit(event)
+        if isinstance(event, IngestFinished):
+            self._say(f"Indexed {event.collection}: {event.indexed} new, {event.failed} failed.")
+            self.ingestFinished.emit(event)
+
+    async def offer_reindex(self, collection: str) -> None:
+        """Ask, then re-index a collection built with another embedding model."""
+        ok = await self._confirm(
+            "Re-index collection",
+            f"“{collection}” was built with another embedding model than the one in Settings.",
+            "Re-index it now? Every document is embedded again with the current model; "
+            "your files are not touched. (Or switch the embedding model back in Settings.)",
+        )
+        if ok:
+            self.reindex(collection)
+
+    # -- repair -----------------------------------------------------------
+    def repair(self) -> None:
+        """Compare the catalog with the search index and fix drift (in the background)."""
+        if self._library is not None and not self.ingesting:
+            self._start(self._run_repair(), "repair")
+
+    async def _run_repair(self) -> None:
+        library = self._library
+        assert library is not None
+        self._reset("Comparing the library with its search index…")
+        try:
+            before, after = await library.repair(on_event=self.on_ingest_event)
+        except asyncio.CancelledError:
+            self.stopped.emit("Stopped — run Repair again to finish", False)
+            raise
+        except FathomError as exc:
+            self._fail(str(exc))
+            return
+        finally:
+            self._ended()
+        self.last_repair = (before, after)
+        self._say(after.summary())
+        self.repaired.emit(before, after)

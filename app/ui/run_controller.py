@@ -1,0 +1,254 @@
+"""The research run of one window, without the window: start and stop a run,
+feed its events to the presenter, and the follow-on actions on what it left
+(the history listed, a past run replayed or deleted, the report exported,
+a cited source fetched).
+
+The engine records each run itself (from its own writer thread); this object
+reopens and deletes what it recorded. Everything here is awaited on the qasync
+loop; blocking work (history reads, export writes) goes through
+:func:`app.ui.tasks.run_blocking` or the history store's own thread. It needs
+no window: it reports through signals, so tests drive it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.core.errors import FathomError
+from app.core.events import Failed, Finished, ResearchEvent, RunStarted
+from app.core.models import Chunk, Evidence
+from app.ui.exporters import TABLE_FILTERS, export_report, export_table
+from app.ui.formatting import duration
+from app.ui.run_presenter import RunPresenter
+from app.ui.services import Services
+from app.ui.tasks import TaskKeeper, run_blocking
+
+if TYPE_CHECKING:
+    from app.research.engine import ResearchEngine
+
+log = logging.getLogger(__name__)
+
+CONTEXT_CHUNKS = 2  # neighbouring chunks shown on each side in the source viewer
+CLOCK_MS = 500  # how often the elapsed time of a running run is shown again
+
+_STATES = {"idle": "Ready", "running": "Running…", "finished": "Finished", "cancelled": "Stopped", "failed": "Failed"}
+
+
+class RunController(QObject):
+    """One run at a time; the presenter shows it, the signals say what to tell the user."""
+
+    runningChanged = Signal(bool)  # True when a run is started, False once it has ended
+    stopping = Signal()  # Stop was asked for (once per run)
+    stateText = Signal(str)  # what the run is doing, in a few words
+    counters = Signal(str, str)  # tokens, elapsed time ("" when idle)
+    problem = Signal(str)  # a problem to keep on screen (cannot run, the run failed)
+    message = Signal(str, int)  # a passing status message and how long to show it (ms)
+    modelName = Signal(str)
+    historyChanged = Signal(list)  # list[RunSummary]
+    runOpened = Signal(object)  # a past run is shown: its question (str), or None
+
+    def __init__(self, services: Services, presenter: RunPresenter, tasks: TaskKeeper, parent: QObject | None = None):
+        super().__init__(parent)
+        self.services = services
+        self.presenter = presenter
+        self.tasks = tasks
+        self.run_options: dict[str, Any] = {}  # engine options for every run (benchmarks, tests)
+        self._run_task: asyncio.Task[Any] | None = None
+        self._stopping = False  # Stop was asked for the current run
+        self._engine: ResearchEngine | None = None
+        self._run_id = ""  # the run the engine is running for this controller ("" when none)
+        self._closing = False
+        self._clock = QTimer(self)
+        self._clock.setInterval(CLOCK_MS)
+        self._clock.timeout.connect(self.update_status)
+        presenter.changed.connect(self.update_status)
+
+    # -- the run ----------------------------------------------------------
+    @property
+    def run_task(self) -> asyncio.Task[Any] | None:
+        """The task of the current (or last) research run."""
+        return self._run_task
+
+    @property
+    def running(self) -> bool:
+        return self._run_task is not None and not self._run_task.done()
+
+    def start(self, question: str, mode: str, scope: Any, budget: Any) -> asyncio.Task[Any] | None:
+        """Start a run (None while one runs); ``runningChanged(True)`` is emitted at once."""
+        if self.running:
+            return None
+        self.runningChanged.emit(True)  # at once, so a second click cannot start a second run
+        self._stopping = False
+        self.presenter.reset()
+        self._run_task = self.tasks.start(self._run(question, mode, scope, budget), "research run")
+        return self._run_task
+
+    async def _run(self, question: str, mode: str, scope: Any, budget: Any) -> None:
+        services = self.services
+        self.stateText.emit("Loading the model…")
+        self._clock.start()
+        stream: AsyncIterator[ResearchEvent] | None = None
+        try:
+            try:
+                engine = await services.engine()
+            except Exception as exc:
+                text = services.model_error or services.library_error or str(exc)
+                self.problem.emit(f"Cannot run: {text}")
+                self.stateText.emit("No model")
+                return
+            from app.research.engine import new_run_id
+
+            self._engine = engine
+            self._run_id = new_run_id()
+            if services.model_notice:
+                self.problem.emit(services.model_notice)
+            self.modelName.emit(getattr(services.model, "model_name", ""))
+            stream = engine.run(
+                question, mode=mode, scope=scope, budget=budget, run_id=self._run_id, options=self.run_options or None
+            )
+            async for event in stream:
+                self.presenter.feed(event)
+                if isinstance(event, Failed):
+                    self.problem.emit(event.message)
+        finally:
+            if stream is not None:
+                await _closed(stream)  # when cut short, closing saves the run's end
+            self._engine = None
+            self._run_id = ""
+            self._clock.stop()
+            self.presenter.flush()
+            self.runningChanged.emit(False)
+            self.update_status()
+            if not self._closing:
+                self.tasks.start(self.refresh_history(), "refresh history")
+
+    def stop(self) -> asyncio.Task[Any] | None:
+        """Ask the engine to stop the run (once); the run's task, which ends when the
+        run has. A run still waiting for its model to load has found nothing yet:
+        it is cancelled."""
+        task = self._run_task
+        if task is None or task.done():
+            return None
+        if not self._stopping:
+            self._stopping = True
+            self.stateText.emit("Stopping…")
+            self.stopping.emit()
+            if self._engine is not None and self._run_id:
+                self._engine.stop(self._run_id)
+            else:
+                task.cancel()
+        return task
+
+    async def stop_run(self) -> None:
+        """Stop the current run and return once it has ended: the engine's work is
+        over, what it found is saved and shown."""
+        task = self.stop()
+        if task is not None:
+            await asyncio.wait({task})
+
+    def close(self) -> None:
+        """The window is closing: no more follow-on work after the run ends."""
+        self._closing = True
+
+    def update_status(self) -> None:
+        p = self.presenter
+        if p.state != "idle" or self.services.library is not None:
+            stopped_early = p.state == "finished" and p.stop_reason not in ("", "completed")
+            self.stateText.emit(f"Finished ({p.stop_reason})" if stopped_early else _STATES.get(p.state, p.state))
+        idle = p.state == "idle"
+        self.counters.emit("" if idle else f"{p.tokens:,} tokens", "" if idle else duration(p.elapsed()))
+
+    # -- history ----------------------------------------------------------
+    async def refresh_history(self) -> None:
+        try:
+            runs = await self.services.history.list_runs()
+        except Exception as exc:
+            self.message.emit(f"The history could not be read: {exc}", 8000)
+            return
+        self.historyChanged.emit(runs)
+
+    async def open_run(self, run_id: str) -> None:
+        """Show a recorded run exactly as its events describe it."""
+        stored = await self.services.history.read_events(run_id)
+        research = stored.replay_events()  # with a note when some events could not be read
+        self.presenter.replay(research)
+        started = next((e for e in research if isinstance(e, RunStarted)), None)
+        if not any(isinstance(e, (Finished, Failed)) for e in research):
+            self.presenter.state = "cancelled"
+        self.runOpened.emit(started.question if started is not None else None)
+        self.update_status()
+
+    async def delete_run(self, run_id: str) -> None:
+        await self.services.history.delete_run(run_id)
+        if self.presenter.run_id == run_id and not self.running:
+            self.presenter.reset()
+            self.update_status()
+        await self.refresh_history()
+
+    # -- what a run left --------------------------------------------------
+    async def export(self, path: Path) -> Path:
+        """Export what is shown (the report, or the table for .csv/.json) to ``path``.
+
+        What to write is taken now, on the GUI thread; the file is rendered and
+        written off it, so a large PDF never freezes the window. Raises OSError
+        or ValueError when it cannot be written.
+        """
+        p = self.presenter
+        question, markdown, table = p.question, p.report_view.markdown_text(), p.table
+        evidence = list(p.evidence.values())
+        if path.suffix.lower() in TABLE_FILTERS:
+            if table is None:
+                raise ValueError("This run has no table to export.")
+            return await run_blocking(export_table, path, table, name="export the table")
+        return await run_blocking(export_report, path, question, markdown, evidence, name="export the report")
+
+    async def source(self, number: int) -> tuple[Evidence, Chunk | None, list[Chunk]]:
+        """The evidence cited as ``[number]``, its chunk (None when the library lacks it)
+        and the chunks around it."""
+        evidence = self.presenter.evidence[number]
+        chunk: Chunk | None = None
+        context: list[Chunk] = []
+        library = self.services.library
+        if library is not None:
+            found = await library.get_chunks([evidence.chunk_id])
+            chunk = found[0] if found else None
+            if chunk is not None:
+                context = await self._neighbours(chunk)
+        return evidence, chunk, context
+
+    async def _neighbours(self, chunk: Chunk) -> list[Chunk]:
+        """The chunk with up to CONTEXT_CHUNKS chunks of the same document on each side."""
+        from app.core.ids import make_chunk_id
+
+        library = self.services.library
+        if library is None:
+            return [chunk]
+        numbers = range(max(0, chunk.chunk_no - CONTEXT_CHUNKS), chunk.chunk_no + CONTEXT_CHUNKS + 1)
+        try:
+            found = await library.get_chunks([make_chunk_id(chunk.doc_id, n) for n in numbers])
+        except FathomError as exc:
+            log.info("no context for %s: %s", chunk.chunk_id, exc)
+            return [chunk]
+        if all(c.chunk_id != chunk.chunk_id for c in found):
+            found.append(chunk)
+        return sorted(found, key=lambda c: c.chunk_no)
+
+
+async def _closed(stream: AsyncIterator[ResearchEvent]) -> None:
+    """Close the engine's event stream and wait until it has closed, even when
+    the awaiting task is cancelled meanwhile (then it is re-raised after)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    closing = asyncio.ensure_future(aclose())
+    try:
+        await asyncio.shield(closing)
+    except asyncio.CancelledError:
+        await asyncio.wait({closing})
+        raise
