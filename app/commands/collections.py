@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from app.commands.ingest import open_library
+    from app.commands.library_access import open_library
 
     library = open_library(sys.stderr)
     if library is None:

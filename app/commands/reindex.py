@@ -9,8 +9,9 @@ Interrupted, run it again (or `fathom ingest` the same folders) to go on.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+
+from app.commands.terminal import run_until_interrupted
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,15 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_run(args))
-    except KeyboardInterrupt:
-        print("\nStopped. Run the same command again to continue.", file=sys.stderr)
-        return 130
+    return run_until_interrupted(_run(args), "Stopped. Run the same command again to continue.")
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.commands.ingest import Display, follow, open_library, summary
+    from app.commands.ingest_progress import Display, follow, summary
+    from app.commands.library_access import open_library
     from app.core.errors import FathomError
 
     err = sys.stderr

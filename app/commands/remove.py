@@ -36,7 +36,8 @@ def _confirm(question: str) -> bool:
 async def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from app.commands.ingest import open_library, short_path
+    from app.commands.library_access import open_library
+    from app.commands.terminal import short_path
     from app.core.errors import FathomError
 
     err = sys.stderr

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.commands.ingest import open_library, short_path
+    from app.commands.library_access import open_library
+    from app.commands.terminal import short_path
     from app.core.errors import FathomError
     from app.core.events import FileDone
 
