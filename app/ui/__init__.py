@@ -1,1 +1,20 @@
-"""The PySide6 window. The only package that imports Qt."""
+"""The PySide6 window. The only package that imports Qt.
+
+- ``main.py``: ``fathom`` with no arguments (the window on qasync's loop); ``main_window.py``: the
+  layout, the dialogs and one short slot per user action;
+- ``run_controller.py``: a research run and what follows it (history, replay, export, sources), no window;
+  ``run_presenter.py``: its events shown in the tree (``tree_model.py``, ``tree_adapter.py``), the report
+  (``report_view.py``) and the table (``table_view.py``);
+- ``library_controller.py``: the library's state and actions; ``library_panel.py`` renders them,
+  ``ingest_progress.py`` shows an indexing, ``drop_zone.py`` takes dropped folders;
+- ``research_panel.py``, ``history_panel.py``, ``source_viewer.py`` (``file_opener.py``), ``find_bar.py``,
+  ``banner.py``: the other panes;
+- ``settings_dialog.py``, ``setup_dialog.py``: the two forms, saved by ``settings_form.py``, with
+  ``key_field.py`` for the API key;
+- ``services.py``: library, model and engine, loaded after the window is up; ``history_store.py``: the
+  run history on its own thread;
+- ``tasks.py``: a handle on every task, and ``run_blocking``, the one way to call something that blocks;
+- untrusted text: ``safe_markdown.py``, ``safe_document.py``, ``md_fences.py``, ``citations.py``,
+  ``tooltips.py``; ``exporters.py`` writes reports and tables; ``dialogs.py``, ``formatting.py``,
+  ``theme.py``: small shared pieces.
+"""

@@ -84,6 +84,8 @@ def loop_guard(
       time *blocked* (sleeping, waiting on a file, SQLite, the keyring, a lock).
       A blocking call in a slot is caught to the millisecond, while a loaded
       2-core CI machine (time waiting for a CPU) cannot make the check flaky.
+      (Without ``/proc/<pid>/task/<tid>/schedstat`` — not Linux — the wait for a
+      CPU cannot be told apart and counts as blocked.)
     - Busy, 250 ms (``BUSY_MS``): a dispatch's time on a CPU (building a dialog,
       restyling, rendering a report). CPU time hardly depends on the load, and
       our slots take a few ms to a few tens; a quarter second of computing in
