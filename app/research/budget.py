@@ -7,6 +7,10 @@ Research stops when 80% of ``max_seconds`` is used, keeping the rest for the
 report, so a whole run ends within ``max_seconds`` (plus a few seconds at
 most). ``max_subqueries`` caps each round (a cap, not a stop) and
 ``max_concurrent_calls`` limits parallel model calls.
+
+:class:`BudgetTracker` counts; :class:`RunAccount` is a run's ledger around it:
+the tokens it used, why it stopped, and whether it is writing its report (when
+budgets no longer stop calls).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from app.core.errors import BudgetExhausted
-from app.core.models import Budget
+from app.core.errors import BudgetExhausted, ModelTimeout
+from app.core.models import ZERO_USAGE, Budget, Usage
 
 BUDGET_LABELS: dict[str, str] = {
     "max_rounds": "rounds",
@@ -27,6 +31,7 @@ BUDGET_LABELS: dict[str, str] = {
 
 
 REPORT_SHARE = 0.2  # of max_seconds, kept for writing the report
+REPORT_MARGIN_S = 2.0  # the report's calls may end this much past max_seconds
 
 
 class BudgetHit(BudgetExhausted):
@@ -121,3 +126,41 @@ class BudgetTracker:
         if name == "max_search_calls":
             return f"{self.search_calls} searches used of {b.max_search_calls}"
         return ""
+
+
+class RunAccount:
+    """What one run has spent and why it stopped (see the module docstring)."""
+
+    def __init__(
+        self, budget: Budget, clock: Callable[[], float] = time.monotonic, *, report_share: float = REPORT_SHARE
+    ) -> None:
+        self.budget = budget
+        self.tracker = BudgetTracker(budget, clock, report_share=report_share)
+        self.usage: Usage = ZERO_USAGE
+        self.stop_reason: str | None = None
+        self.finishing = False  # True while the report is written: budgets no longer stop calls
+
+    def check(self) -> None:
+        """Raise BudgetHit for the first exhausted budget (not while writing the report)."""
+        if not self.finishing:
+            self.tracker.check()
+
+    def stop(self, reason: str) -> None:
+        """Record why the research loop stopped (the first reason wins)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    def add_usage(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        self.tracker.tokens = self.usage.total_tokens
+
+    def call_deadline(self) -> float:
+        """Seconds a model call may take before the wall-time budget is out."""
+        left = self.tracker.total_seconds_left + REPORT_MARGIN_S if self.finishing else self.tracker.seconds_left
+        return max(0.05, left)
+
+    def timeout_hit(self) -> BudgetHit | ModelTimeout:
+        """What a model call that timed out raises: the wall-time budget, or a slow model."""
+        if self.tracker.seconds_left <= 0.1:
+            return BudgetHit("max_seconds", f"{self.tracker.elapsed:.1f} s used of {self.budget.max_seconds:g} s")
+        return ModelTimeout("A model call timed out.", "Try a smaller model or raise the time budget.")

@@ -1,19 +1,25 @@
 """RunContext: what a research mode sees of its run.
 
 A mode (``app/research/modes/<name>.py``) gets one ``RunContext`` and talks to
-the model, the library and the event stream only through it. The context:
+the model, the library and the event stream only through it. The context is
+made of the run's parts, each in its own module, and hands them out:
 
-* emits events (``emit``) and makes node ids (``new_node_id``);
-* calls the model (``call_structured``, ``call_text``, ``stream_text``): counts
-  tokens against the budget, limits concurrency, shows reasoning under the
-  node, and never lets a malformed structured reply crash the run
-  (``call_structured`` returns the given default and emits a Notice);
-* searches the library (``search``): all sub-queries of a round in one batched
-  call, counted against ``max_search_calls``, one ``SearchFinished`` each;
-* keeps the evidence table (``add_evidence``) numbered ``[n]``;
-* enforces budgets (``check_budget``, ``start_round``, ``cap_subqueries``),
-  raising :class:`~app.research.budget.BudgetHit` with the budget's name;
-* writes the report (``write_report``), shared by all modes.
+* events and node ids (``emit``, ``new_node_id``, ``notice``):
+  :class:`~app.research.run_events.RunEvents`;
+* budgets and what was spent (``check_budget``, ``start_round``,
+  ``cap_subqueries``, ``stop``, ``tracker``, ``usage``, ``stop_reason``):
+  :class:`~app.research.budget.RunAccount`; a budget that runs out raises
+  :class:`~app.research.budget.BudgetHit` with its name;
+* model calls (``call_structured``, ``call_text``, ``stream_text``):
+  :class:`~app.research.model_calls.ModelCalls`;
+* the evidence table, numbered ``[n]`` (``evidence``, ``add_evidence``):
+  :class:`~app.research.evidence.EvidenceRegistry`;
+* the report (``write_report``, ``partial_report``), shared by all modes:
+  :class:`~app.research.report.ReportWriter`.
+
+Searching the library is the context's own (``collections``, ``plan_subquery``,
+``search``): all sub-queries of a round in one batched call, counted against
+``max_search_calls``, one ``SearchFinished`` each.
 
 ``options`` (free-form, from ``ResearchEngine.run(options=...)``): ``prompt_chars``
 (room for document text per prompt, default 6000), ``report_max_tokens``
@@ -33,43 +39,26 @@ A typical mode::
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from app.core.errors import ModelTimeout, StructuredOutputError
-from app.core.events import (
-    ROOT_NODE,
-    EvidenceAdded,
-    Notice,
-    ReasoningDelta,
-    ResearchEvent,
-    RoundStarted,
-    SearchFinished,
-    SubQueryPlanned,
-    UsageUpdated,
-)
-from app.core.models import ZERO_USAGE, Budget, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
+from app.core.events import ROOT_NODE, EvidenceAdded, ResearchEvent, RoundStarted, SearchFinished, SubQueryPlanned
+from app.core.models import Budget, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
 from app.ingest.library import Library
-from app.llm.base import ChatModel, Message
-from app.research.budget import REPORT_SHARE, BudgetHit, BudgetTracker
+from app.llm.base import ChatModel
+from app.research.budget import REPORT_SHARE, BudgetTracker, RunAccount
 from app.research.evidence import EvidenceRegistry
+from app.research.model_calls import ModelCalls
+from app.research.report import ReportWriter
+from app.research.run_events import RunEvents
 from app.research.snippets import FULL_VIEW, SourceView
 from app.store.vectors import SearchMode
 
 T = TypeVar("T")
 
-STRUCTURED_MAX_TOKENS = 384
-TEXT_MAX_TOKENS = 512
-REPORT_MAX_TOKENS = 900
-PLAN_TEMPERATURE = 0.1
-WRITE_TEMPERATURE = 0.3
 DEFAULT_PROMPT_CHARS = 6000  # room for document text in one prompt
-REPORT_MARGIN_S = 2.0  # the report's calls may end this much past max_seconds
 
 
 @dataclass(frozen=True)
@@ -106,39 +95,48 @@ class RunContext:
         self.library = library
         self.run_id = run_id
         self.options: dict[str, Any] = dict(options or {})
-        self.tracker = BudgetTracker(
+        self.prompt_chars = int(self.options.get("prompt_chars", DEFAULT_PROMPT_CHARS))
+        self.events = RunEvents(run_id, emit)
+        self.account = RunAccount(
             self.budget, clock, report_share=float(self.options.get("report_share", REPORT_SHARE))
         )
+        self.calls = ModelCalls(model, self.account, self.events)
         self.evidence = EvidenceRegistry()
-        self.usage: Usage = ZERO_USAGE
-        self.stop_reason: str | None = None
+        self.report = ReportWriter(
+            question,
+            self.evidence,
+            self.calls,
+            self.events,
+            self.account,
+            options=self.options,
+            prompt_chars=self.prompt_chars,
+        )
         self.open_questions: list[str] = []
-        self.report_text = ""  # the report body streamed so far
-        self.finishing = False  # True while the report is written: budgets no longer stop calls
-        self.prompt_chars = int(self.options.get("prompt_chars", DEFAULT_PROMPT_CHARS))
         self.source_view: SourceView = FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it
-        self._emit = emit
-        self._ids = itertools.count(1)
-        self._semaphore = asyncio.Semaphore(max(1, self.budget.max_concurrent_calls))
         self._collections: list[Collection] | None = None
+        # the parts' services, under the names modes use
+        self.emit = self.events.emit
+        self.new_node_id = self.events.new_node_id
+        self.notice = self.events.notice
+        self.check_budget = self.account.check
+        self.stop = self.account.stop
+        self.call_structured = self.calls.call_structured
+        self.call_text = self.calls.call_text
+        self.stream_text = self.calls.stream_text
 
-    # -- events and ids -----------------------------------------------------
+    # -- what the run has spent -----------------------------------------------
 
-    def emit(self, event: ResearchEvent) -> None:
-        self._emit(event)
+    @property
+    def tracker(self) -> BudgetTracker:
+        return self.account.tracker
 
-    def new_node_id(self, prefix: str = "n") -> str:
-        return f"{prefix}{next(self._ids)}"
+    @property
+    def usage(self) -> Usage:
+        return self.account.usage
 
-    def notice(self, message: str, *, level: str = "info", node_id: str = ROOT_NODE) -> None:
-        self.emit(Notice(run_id=self.run_id, message=message, level=level, node_id=node_id))
-
-    # -- budgets ------------------------------------------------------------
-
-    def check_budget(self) -> None:
-        """Raise BudgetHit for the first exhausted budget (not while writing the report)."""
-        if not self.finishing:
-            self.tracker.check()
+    @property
+    def stop_reason(self) -> str | None:
+        return self.account.stop_reason
 
     def start_round(self, parent_id: str = ROOT_NODE) -> tuple[str, int]:
         """Begin a round: ``(node_id, round_no)``; raises BudgetHit("max_rounds") when none is left."""
@@ -150,146 +148,6 @@ class RunContext:
     def cap_subqueries(self, queries: Sequence[T]) -> list[T]:
         """At most ``max_subqueries`` of ``queries`` (a per-round cap)."""
         return list(queries[: max(1, self.budget.max_subqueries)])
-
-    def stop(self, reason: str) -> None:
-        """Record why the research loop stopped (the first reason wins)."""
-        if self.stop_reason is None:
-            self.stop_reason = reason
-
-    def _call_deadline(self) -> float:
-        """Seconds this call may take before the wall-time budget is out."""
-        left = self.tracker.total_seconds_left + REPORT_MARGIN_S if self.finishing else self.tracker.seconds_left
-        return max(0.05, left)
-
-    # -- model calls ----------------------------------------------------------
-
-    @asynccontextmanager
-    async def _model_slot(self) -> AsyncIterator[None]:
-        self.check_budget()
-        async with self._semaphore:
-            self.check_budget()
-            yield
-
-    def _account(self, usage: Usage | None) -> None:
-        if usage is None:
-            return
-        self.usage = self.usage + usage
-        self.tracker.tokens = self.usage.total_tokens
-        self.emit(UsageUpdated(run_id=self.run_id, total=self.usage))
-
-    def _reasoning(self, node_id: str, text: str) -> None:
-        if text:
-            self.emit(ReasoningDelta(run_id=self.run_id, node_id=node_id, text=text))
-
-    async def call_structured(
-        self,
-        node_id: str,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        default: Any,
-        *,
-        temperature: float = PLAN_TEMPERATURE,
-        max_tokens: int = STRUCTURED_MAX_TOKENS,
-    ) -> Any:
-        """The model's reply as a JSON value validated against ``schema``.
-
-        A reply that does not fit the schema (after the back end's repair) gives
-        ``default`` and a Notice; the run goes on. Budget exhaustion raises
-        BudgetHit; other model errors (back end down) propagate and fail the run.
-        """
-        async with self._model_slot():
-            try:
-                async with asyncio.timeout(self._call_deadline()):
-                    result = await self.model.structured(
-                        messages, schema, temperature=temperature, max_tokens=max_tokens
-                    )
-            except StructuredOutputError as exc:
-                task = schema.get("title", "structured output")
-                self.notice(
-                    f"The model's {task} reply did not fit its format ({exc.message}); using a default.",
-                    level="warning",
-                    node_id=node_id,
-                )
-                self._account(exc.usage)
-                return default
-            except TimeoutError:
-                if self.finishing:
-                    self.notice("A check was skipped: the wall-time budget ran out.", level="warning")
-                    self.stop("max_seconds")
-                    return default
-                raise self._timeout_hit() from None
-        self._reasoning(node_id, result.reasoning)
-        self._account(result.usage)
-        return result.value
-
-    async def call_text(
-        self,
-        node_id: str,
-        messages: Sequence[Message],
-        *,
-        temperature: float = WRITE_TEMPERATURE,
-        max_tokens: int = TEXT_MAX_TOKENS,
-    ) -> str:
-        """A plain-text reply; its reasoning is shown under ``node_id``."""
-        return await self.stream_text(node_id, messages, temperature=temperature, max_tokens=max_tokens)
-
-    async def stream_text(
-        self,
-        node_id: str,
-        messages: Sequence[Message],
-        *,
-        on_text: Callable[[str], bool | None] | None = None,
-        temperature: float = WRITE_TEMPERATURE,
-        max_tokens: int = TEXT_MAX_TOKENS,
-    ) -> str:
-        """Stream a reply: ``on_text`` gets each answer piece (returning False stops the
-        generation early); reasoning goes to the node."""
-        parts: list[str] = []
-        reasoning_chars = 0
-        accounted = False
-        started = time.monotonic()
-        async with self._model_slot():
-            try:
-                async with asyncio.timeout(self._call_deadline()):
-                    stream = self.model.stream(messages, temperature=temperature, max_tokens=max_tokens)
-                    try:
-                        async for delta in stream:
-                            if delta.kind == "content" and delta.text:
-                                parts.append(delta.text)
-                                if on_text is not None and on_text(delta.text) is False:
-                                    self.notice("The model started repeating itself; its reply was cut there.")
-                                    break
-                            elif delta.kind == "reasoning":
-                                reasoning_chars += len(delta.text)
-                                self._reasoning(node_id, delta.text)
-                            elif delta.kind == "done":
-                                accounted = True
-                                self._account(delta.usage)
-                    finally:
-                        closer = getattr(stream, "aclose", None)
-                        if closer is not None:
-                            await closer()
-                        if not accounted:  # cut early: the back end never reported usage, estimate it
-                            self._account(
-                                Usage(
-                                    prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
-                                    completion_tokens=len(parts) + reasoning_chars // 4,
-                                    latency_s=time.monotonic() - started,
-                                    model=getattr(self.model, "model_name", ""),
-                                )
-                            )
-            except TimeoutError:
-                if self.finishing:
-                    self.notice("The report was cut short by the wall-time budget.", level="warning")
-                    self.stop("max_seconds")
-                    return "".join(parts)
-                raise self._timeout_hit() from None
-        return "".join(parts)
-
-    def _timeout_hit(self) -> BudgetHit | ModelTimeout:
-        if self.tracker.seconds_left <= 0.1:
-            return BudgetHit("max_seconds", f"{self.tracker.elapsed:.1f} s used of {self.budget.max_seconds:g} s")
-        return ModelTimeout("A model call timed out.", "Try a smaller model or raise the time budget.")
 
     # -- library ------------------------------------------------------------
 
@@ -382,17 +240,17 @@ class RunContext:
         preface: str = "",
     ) -> Report:
         """Write the cited Markdown report (see :mod:`app.research.report`)."""
-        from app.research.report import write_report
-
-        return await write_report(
-            self, guidance=guidance, open_questions=open_questions, answer=answer, preface=preface
+        return await self.report.write(
+            view=self.source_view,
+            guidance=guidance,
+            open_questions=[*open_questions, *self.open_questions],
+            answer=answer,
+            preface=preface,
         )
 
     def partial_report(self, note: str) -> Report:
         """A report built without the model, from what the run has so far (cancel, time-out)."""
-        from app.research.report import partial_report
-
-        return partial_report(self, note)
+        return self.report.partial(note, self.open_questions)
 
 
 def _as_request(item: SearchRequest | SubQuery | tuple[str, str]) -> SearchRequest:

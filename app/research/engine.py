@@ -30,7 +30,7 @@ from app.llm.base import ChatModel
 from app.research.budget import BudgetHit, describe_stop
 from app.research.context import RunContext
 from app.research.modes import ModeRunner, load_mode
-from app.research.recorder import RunRecorder
+from app.research.history_writer import RunRecorder
 from app.store.runs import RunStore
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,12 @@ class ResearchEngine:
         budget: Budget = DEFAULT_BUDGET,
         run_id: str | None = None,
         options: Mapping[str, Any] | None = None,
+        runner: ModeRunner | None = None,
     ) -> AsyncIterator[ResearchEvent]:
-        """Research ``question``; yields events, the last one Finished or Failed."""
+        """Research ``question``; yields events, the last one Finished or Failed.
+
+        ``runner`` runs the research instead of ``mode``'s (a benchmark's variant,
+        recorded under the name ``mode``)."""
         run_id = run_id or new_run_id()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         ctx = RunContext(
@@ -128,11 +132,11 @@ class ResearchEngine:
 
         try:
             yield started
-            runner = self._runner_or_failure(ctx)
+            mode_runner = self._runner_or_failure(ctx, runner)
             leftovers: list[ResearchEvent] = []
-            final: ResearchEvent | None = runner if isinstance(runner, Failed) else None
-            if not isinstance(runner, Failed):
-                task = asyncio.create_task(self._drive(ctx, runner), name=f"research-{run_id}")
+            final: ResearchEvent | None = mode_runner if isinstance(mode_runner, Failed) else None
+            if not isinstance(mode_runner, Failed):
+                task = asyncio.create_task(self._drive(ctx, mode_runner), name=f"research-{run_id}")
             while final is None:
                 item = await queue.get()
                 if item is _STOP:
@@ -164,9 +168,11 @@ class ResearchEngine:
 
     # -- internals ----------------------------------------------------------
 
-    def _runner_or_failure(self, ctx: RunContext) -> ModeRunner | Failed:
+    def _runner_or_failure(self, ctx: RunContext, runner: ModeRunner | None) -> ModeRunner | Failed:
         if not ctx.question:
             return Failed(run_id=ctx.run_id, message="The question is empty: type what you want to find out.")
+        if runner is not None:
+            return runner
         try:
             return load_mode(ctx.mode)
         except (ValueError, ImportError) as exc:

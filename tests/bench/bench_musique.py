@@ -15,7 +15,8 @@ the questions through each mode with the same model and prints, per mode:
 * runs that finished inside their budget, stop reasons, and crashes (a
   ``Failed`` event or an exception);
 * the token ratio deep / deep-faithful (DeepSearcher-faithful: one relevance
-  call per chunk) with both recalls, measured side by side on the same questions;
+  call per chunk, ``deepsearcher_faithful.py`` beside this file) with both
+  recalls, measured side by side on the same questions;
 * tokens per question by step (decompose, judge, judge_chunk, reflect, the
   report stream, citation_check, …), to see where each mode spends.
 
@@ -184,6 +185,9 @@ def cited_paragraphs(report: Any) -> list[int]:
 
 
 async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any) -> Record:
+    from deepsearcher_faithful import MODE as FAITHFUL
+    from deepsearcher_faithful import run_faithful
+
     from app.core.events import Failed, Finished, SearchFinished
 
     answers = [question["answer"], *question.get("answer_aliases", [])]
@@ -194,7 +198,9 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
     if tally is not None:
         tally.clear()
     try:
-        async for event in engine.run(question["question"], mode=mode, budget=budget, options={"short_answer": True}):
+        runner = run_faithful if mode == FAITHFUL else None  # the benchmark's yardstick, not a product mode
+        options = {"short_answer": True}
+        async for event in engine.run(question["question"], mode=mode, budget=budget, options=options, runner=runner):
             if isinstance(event, SearchFinished):
                 for hit in event.hits:
                     para = paragraph_of(hit.chunk.path)

@@ -4,19 +4,19 @@ Fencing itself is tested in tests/llm/test_fencing.py."""
 
 from __future__ import annotations
 
-from scripted import MemoryLibrary, ScriptedModel, make_chunk
+from scripted import make_chunk
 
 from app.core.models import Citation
+from app.research.citation_check import check_messages
 from app.research.citations import (
     bind_uncited,
-    check_messages,
     citation_pairs,
     cited_numbers,
     flag_unsupported,
     resolve_citations,
     sentences,
 )
-from app.research.context import RunContext
+from app.research.evidence import EvidenceRegistry
 from app.research.prompts import WITHHELD, strip_echo
 from app.research.report import report_sources
 
@@ -85,17 +85,15 @@ def test_repeated_sentences_and_a_cut_off_repeat_are_dropped() -> None:
 
 
 def test_the_report_writer_sees_every_sub_querys_best_evidence_first() -> None:
-    ctx = RunContext(
-        question="q", mode="deep", model=ScriptedModel({}), library=MemoryLibrary([]), run_id="r", emit=lambda e: None
-    )
+    evidence = EvidenceRegistry()
     for i in range(12):  # the first search found twelve passages…
-        ctx.evidence.add(make_chunk(f"a{i}", f"text a{i}"), "first search")
-    ctx.evidence.add(make_chunk("b0", "text b0"), "second hop")  # …a later hop found one more each
-    ctx.evidence.add(make_chunk("c0", "text c0"), "third hop")
-    c0, b0 = ctx.evidence.number_of("c0"), ctx.evidence.number_of("b0")
-    chosen = [n for n, _ in report_sources(ctx, limit=4)]
+        evidence.add(make_chunk(f"a{i}", f"text a{i}"), "first search")
+    evidence.add(make_chunk("b0", "text b0"), "second hop")  # …a later hop found one more each
+    evidence.add(make_chunk("c0", "text c0"), "third hop")
+    c0, b0 = evidence.number_of("c0"), evidence.number_of("b0")
+    chosen = [n for n, _ in report_sources(evidence, limit=4)]
     assert chosen == [1, 2, b0, c0]  # in evidence order, the later hops' finds included
-    assert [n for n, _ in report_sources(ctx, limit=20)] == ctx.evidence.numbers()
+    assert [n for n, _ in report_sources(evidence, limit=20)] == evidence.numbers()
 
 
 def test_the_citation_check_shows_each_source_once_cut_to_the_claims() -> None:

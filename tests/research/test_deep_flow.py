@@ -186,24 +186,6 @@ async def test_routing_by_description_only_when_there_are_several_collections() 
     assert one.calls_for("route") == []
 
 
-async def test_faithful_variant_judges_each_chunk_and_costs_more() -> None:
-    library = MemoryLibrary(list(MILVUS_CHUNKS))
-    faithful = ScriptedModel(script(judge_chunk={"relevant": True}), text=REPORT)
-    events = await collect(ResearchEngine(faithful, library).run(QUESTION, mode="deep-faithful"))
-    hits = sum(len(e.hits) for e in of(events, SearchFinished))
-    assert len(faithful.calls_for("judge_chunk")) == hits > 3
-    assert faithful.calls_for("judge") == []
-    assert QUESTION not in [p.text for p in of(events, SubQueryPlanned)]
-    # as in DeepSearcher, each per-chunk call lists the round's queries (not the question)
-    first_round = [p.text for p in of(events, SubQueryPlanned) if p.round_no == 1]
-    prompt = faithful.calls_for("judge_chunk")[0].messages[-1]["content"]
-    assert all(f"- {q}" in prompt for q in first_round) and "<question>" not in prompt
-
-    deep = ScriptedModel(script(), text=REPORT)
-    deep_events = await collect(ResearchEngine(deep, library).run(QUESTION))
-    assert deep_events[-1].usage.total_tokens < events[-1].usage.total_tokens
-
-
 async def test_quick_mode_searches_once_and_answers() -> None:
     model = ScriptedModel({"citation_check": ALL_SUPPORTED}, text=REPORT)
     library = MemoryLibrary(list(MILVUS_CHUNKS))

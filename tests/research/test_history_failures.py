@@ -54,7 +54,7 @@ async def test_an_event_that_cannot_be_serialised_is_reported(caplog: pytest.Log
     # a chunk whose page is a Decimal: JSON cannot store it; the writer thread meets it
     odd = make_chunk("c9", "Milvus is an open-source vector database for similarity search.", page=Decimal(3))  # type: ignore[arg-type]
     history = app_paths().ensure().catalog_file
-    with caplog.at_level(logging.WARNING, logger="app.research.recorder"):
+    with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(history, MemoryLibrary([odd, *MILVUS_CHUNKS]))
     assert_told_once_and_run_finished(events, "Decimal is not JSON serializable")
     assert "could not save to the history" in caplog.text and "Decimal" in caplog.text
@@ -71,7 +71,7 @@ async def test_a_history_file_that_cannot_be_created_is_reported(
 ) -> None:
     blocker = tmp_path / "data"
     blocker.write_text("a file where the data folder should be")
-    with caplog.at_level(logging.WARNING, logger="app.research.recorder"):
+    with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(blocker / "catalog.sqlite")
     notice = assert_told_once_and_run_finished(events, str(blocker))
     assert "File exists" in notice.message or "Not a directory" in notice.message  # the OSError, in words
@@ -86,7 +86,7 @@ async def test_a_full_disk_at_the_last_write_is_reported(
 
     monkeypatch.setattr(RunStore, "finish_run", no_space)
     history = app_paths().ensure().catalog_file
-    with caplog.at_level(logging.WARNING, logger="app.research.recorder"):
+    with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(history)
     assert_told_once_and_run_finished(events, "No space left on device")
     assert warnings_of(events)[0] is events[-2]  # the failure came last: told right before the end
@@ -110,7 +110,7 @@ async def test_any_other_error_in_the_writer_is_reported(
         raise RuntimeError("the writer tripped")
 
     monkeypatch.setattr(RunStore, "save_evidence", broken)
-    with caplog.at_level(logging.WARNING, logger="app.research.recorder"):
+    with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(app_paths().ensure().catalog_file)
     assert_told_once_and_run_finished(events, "RuntimeError: the writer tripped")
     assert len(calls) == 1  # after the first failure nothing more is attempted
@@ -118,7 +118,7 @@ async def test_any_other_error_in_the_writer_is_reported(
 
 
 async def test_a_history_that_works_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="app.research.recorder"):
+    with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(app_paths().ensure().catalog_file)
     assert isinstance(events[-1], Finished) and warnings_of(events) == []
     assert caplog.text == ""

@@ -1,8 +1,11 @@
 """Research modes, registered by name.
 
-Each mode is a module exposing ``async def run_mode(ctx: RunContext) -> Report``
-(``deep-faithful`` is a variant entry point of the deep module). A mode emits
-its events through the context; the engine does the rest.
+Each mode is a module exposing ``async def run_mode(ctx: RunContext) -> Report``.
+A mode emits its events through the context; the engine does the rest.
+
+This package's own module stays light (names only; ``RunContext`` for the type
+checker): the CLI reads the mode names at start-up, and a mode's module is
+imported when it first runs.
 """
 
 from __future__ import annotations
@@ -24,8 +27,6 @@ MODES: dict[str, tuple[str, str]] = {
     "table": ("app.research.modes.table", "run_mode"),
     "hds": ("app.research.modes.hds", "run_mode"),
     "quick": ("app.research.modes.quick", "run_mode"),
-    # DeepSearcher-faithful deep loop (one relevance call per chunk), for the benchmark only
-    "deep-faithful": ("app.research.modes.deep", "run_faithful"),
 }
 
 # The modes a person can pick (window and CLI), in menu order.

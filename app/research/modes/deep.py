@@ -12,30 +12,28 @@ up to 3 new gap queries that are not repeats → repeat until done or a budget
 runs out → write the cited report. The judge, the reflection and the report
 writer see snippets (:mod:`app.research.snippets`), not whole passages.
 
-Neither variant reflects after the last round the budget allows (its gap
-queries could never run), as in DeepSearcher.
-
-``run_faithful`` is the DeepSearcher-faithful variant used by the benchmark:
-one YES/NO relevance call per chunk with hard deletion (the call lists the
-searched query and the round's queries, not the question), no forced search
-of the original question, no bridge hop, DeepSearcher's reflection (new
-queries or an empty list; the run stops only when there are none) and a
-report that reads every accepted chunk.
+It does not reflect after the last round the budget allows (its gap queries
+could never run), as in DeepSearcher. Routing is :mod:`app.research.routing`,
+query de-duplication :mod:`app.research.query_hygiene`. The benchmark's
+DeepSearcher-faithful variant (``tests/bench/deepsearcher_faithful.py``) reuses
+these steps.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from app.core.events import ChunkJudged, Reflected
-from app.core.models import Chunk, Collection, Hit, Report, SubQuery
+from app.core.models import Chunk, Hit, Report, SubQuery
+from app.llm.base import Message
 from app.research import prompts
 from app.research.bridging import bridge_queries
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
+from app.research.query_hygiene import clean_queries, normalise_query
+from app.research.routing import route
 from app.research.snippets import SourceView, evidence_excerpts, focused
 
 MAX_GAP_QUERIES = 3
@@ -44,7 +42,6 @@ BRIDGE_SOURCES = 2  # bridge queries follow the names in this many of a round's 
 # questions 27 of the 34 new gold paragraphs it found were in its top 3, so it asks for 3
 BRIDGE_TOP_K = 3
 KEEP_WHEN_ALL_REJECTED = 2
-MAX_QUERY_CHARS = 300
 # Prompt tokens are the cost of a local run (a laptop CPU reads them slowly), so deep
 # shows snippets, as a search engine does: the judge sees each passage's title and
 # its sentences nearest the queries; the reflection and the report writer see such
@@ -52,9 +49,6 @@ MAX_QUERY_CHARS = 300
 JUDGE_CHARS = 120
 REFLECT_VIEW = SourceView(max_sources=6, chars=120, focus=True)
 REPORT_VIEW = SourceView(max_sources=6, chars=240, focus=True)
-FAITHFUL_CHARS = 2000  # DeepSearcher shows whole chunks to its per-chunk judge and reflection
-# DeepSearcher's summary reads every accepted chunk (here within the same prompt_chars share)
-FAITHFUL_REPORT_VIEW = SourceView(max_sources=1000, chars=FAITHFUL_CHARS)
 
 
 # -- schemas (the title names the task) ----------------------------------------
@@ -68,8 +62,6 @@ def judge_schema(max_items: int) -> dict[str, Any]:
     return prompts.object_schema("judge", {"relevant": prompts.int_list(max_items)})
 
 
-JUDGE_CHUNK_SCHEMA = prompts.object_schema("judge_chunk", {"relevant": {"type": "boolean"}})
-
 REFLECT_SCHEMA = prompts.object_schema(
     "reflect",
     {
@@ -79,58 +71,11 @@ REFLECT_SCHEMA = prompts.object_schema(
     },
 )
 
-FAITHFUL_REFLECT_SCHEMA = prompts.object_schema("reflect", {"gap_queries": prompts.string_list(MAX_GAP_QUERIES)})
-
-ROUTE_SCHEMA = prompts.object_schema(
-    "route",
-    {
-        "routes": {
-            "type": "array",
-            "items": prompts.object_schema(
-                "route_item", {"query": {"type": "integer"}, "collections": prompts.int_list(16)}
-            ),
-        }
-    },
-)
-
-
-# -- query hygiene --------------------------------------------------------------
-
-_PUNCT = re.compile(r"[^\w\s]")
-
-
-def normalise_query(text: str) -> str:
-    """Lower case, no punctuation, single spaces: the key that de-duplicates queries."""
-    return " ".join(_PUNCT.sub(" ", text.lower()).split())
-
-
-def clean_queries(candidates: Sequence[Any], seen: set[str], limit: int) -> list[str]:
-    """Strings from ``candidates`` that are non-empty, not too long and not repeats of
-    ``seen`` (normalised, also word-order-insensitive); adds the kept ones to ``seen``."""
-    out: list[str] = []
-    for item in candidates:
-        if not isinstance(item, str):
-            continue
-        text = " ".join(item.split())[:MAX_QUERY_CHARS].strip()
-        key = normalise_query(text)
-        if not key:
-            continue
-        bag = " ".join(sorted(set(key.split())))
-        if key in seen or f"bag:{bag}" in seen:
-            continue
-        seen.add(key)
-        seen.add(f"bag:{bag}")
-        out.append(text)
-        if len(out) >= limit:
-            break
-    return out
-
-
 # -- steps ----------------------------------------------------------------------
 
 
-async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool) -> list[str]:
-    """The first round's queries: the question itself (unless faithful) plus sub-queries."""
+async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool = True) -> list[str]:
+    """The first round's queries: the question itself (when ``keep_original``) plus sub-queries."""
     cap = max(1, ctx.budget.max_subqueries)
     if cap == 1 and keep_original:  # only the question itself fits: no call needed
         return clean_queries([ctx.question], seen, 1)
@@ -149,37 +94,6 @@ async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool) -> 
     first = [ctx.question] if keep_original else []
     queries = clean_queries([*first, *proposed], seen, cap)
     return queries or clean_queries([ctx.question], set(), 1)
-
-
-async def route(ctx: RunContext, queries: Sequence[str]) -> list[tuple[str, ...]]:
-    """Collections for each query: skipped (scope as is) when there is one collection or none."""
-    collections: list[Collection] = await ctx.collections()
-    if len(collections) <= 1:
-        return [() for _ in queries]
-    # a collection's name and description are the user's (or a model's) words: fenced
-    listing = "\n".join(
-        prompts.fence(i, c.description or "(no description)", max_chars=300, title=c.name)
-        for i, c in enumerate(collections, start=1)
-    )
-    numbered = "\n".join(f"{i}. {prompts.neutralise(q)}" for i, q in enumerate(queries, start=1))
-    messages = [
-        prompts.system(
-            "You choose where to search. For each numbered query, list the ids of the collections "
-            "whose descriptions fit it. When unsure, list every collection.",
-            prompts.DATA_RULE,
-        ),
-        prompts.user(f"Collections:\n{listing}", f"Queries:\n{numbered}"),
-    ]
-    value = await ctx.call_structured("root", messages, ROUTE_SCHEMA, default={"routes": []})
-    chosen: dict[int, tuple[str, ...]] = {}
-    for item in value.get("routes", []) if isinstance(value, dict) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("query"), int):
-            continue
-        picks = [c for c in item.get("collections", []) if isinstance(c, int) and 1 <= c <= len(collections)]
-        names = tuple(dict.fromkeys(collections[c - 1].name for c in picks))
-        if names:
-            chosen.setdefault(item["query"], names)
-    return [chosen.get(i, ()) for i in range(1, len(queries) + 1)]
 
 
 def _passages(hits: Sequence[Hit], max_chars: int, focus: str) -> str:
@@ -263,103 +177,39 @@ async def judge_group(
     return kept
 
 
-async def judge_each_chunk(
-    ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit], round_queries: Sequence[str]
-) -> list[Hit]:
-    """DeepSearcher-faithful: one YES/NO call per chunk, rejected chunks dropped. As
-    in DeepSearcher, the call lists the searched query followed by all of the
-    round's queries (not the original question)."""
-    listed = "\n".join(f"- {prompts.neutralise(q)}" for q in [subquery.text, *round_queries])
-
-    async def one(hit: Hit) -> bool:
-        messages = [
-            prompts.system(
-                "Decide whether the document helps answer any of the query questions.",
-                prompts.DATA_RULE,
-                "Reply with relevant true or false.",
-            ),
-            prompts.user(
-                f"Query questions:\n{listed}",
-                prompts.fence(1, hit.chunk.text, max_chars=FAITHFUL_CHARS, title=hit.chunk.title),
-            ),
-        ]
-        value = await ctx.call_structured(
-            subquery.node_id, messages, JUDGE_CHUNK_SCHEMA, default={"relevant": False}, max_tokens=16
-        )
-        relevant = bool(value.get("relevant")) if isinstance(value, dict) else False
-        ctx.emit(
-            ChunkJudged(
-                run_id=ctx.run_id,
-                node_id=subquery.node_id,
-                chunk_id=hit.chunk.chunk_id,
-                relevant=relevant,
-                score=1.0 if relevant else 0.0,
-            )
-        )
-        return relevant
-
-    outcomes = await asyncio.gather(*(one(hit) for hit in hits), return_exceptions=True)
-    kept = [hit for hit, ok in zip(hits, outcomes, strict=True) if ok is True]
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
-    if errors:
-        raise PartialJudgement(kept, errors[0])
-    return kept
-
-
-class PartialJudgement(Exception):
-    """Some judgements finished before one failed: keep those, then re-raise ``error``."""
-
-    def __init__(self, kept: list[Hit], error: BaseException) -> None:
-        super().__init__(str(error))
-        self.kept = kept
-        self.error = error
-
-
 async def judge_round(
     ctx: RunContext,
     subqueries: Sequence[SubQuery],
     results: Sequence[list[Hit]],
     *,
-    faithful: bool,
     verdicts: dict[str, bool],
     grouped: bool = False,
 ) -> None:
-    """Judge every sub-query's hits (concurrently, within the call limit) and add the
-    relevant ones to the evidence table in sub-query order, even when one call fails.
+    """Judge every sub-query's hits (concurrently, within the call limit, or in ONE
+    call when ``grouped``) and add the relevant ones to the evidence table in
+    sub-query order, even when one call fails.
 
-    The deep mode judges each chunk once per run: a chunk already judged (in an
-    earlier round, or under an earlier sub-query of this round) keeps its verdict
-    and is not shown to the model again. ``verdicts`` (chunk id -> relevant)
-    carries that memory between rounds. The faithful variant judges every
-    (query, chunk) pair, as DeepSearcher does.
+    Each chunk is judged once per run: a chunk already judged (in an earlier
+    round, or under an earlier sub-query of this round) keeps its verdict and is
+    not shown to the model again. ``verdicts`` (chunk id -> relevant) carries that
+    memory between rounds.
     """
-    if faithful:
-        fresh_lists = [list(hits) for hits in results]
-    else:
-        assigned: set[str] = set()
-        fresh_lists = []
-        for hits in results:
-            fresh = [h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned]
-            assigned.update(h.chunk.chunk_id for h in fresh)
-            fresh_lists.append(fresh)
+    assigned: set[str] = set()
+    fresh_lists = []
+    for hits in results:
+        fresh = [h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned]
+        assigned.update(h.chunk.chunk_id for h in fresh)
+        fresh_lists.append(fresh)
     outcomes: list[Any]
     if grouped:
         outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
     else:
-        round_queries = [sq.text for sq in subqueries]
-
-        async def judge_one(sq: SubQuery, fresh: list[Hit]) -> list[Hit]:
-            return await (judge_each_chunk(ctx, sq, fresh, round_queries) if faithful else judge(ctx, sq, fresh))
-
         outcomes = await asyncio.gather(
-            *(judge_one(sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
+            *(judge(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
             return_exceptions=True,
         )
     error: BaseException | None = None
     for sq, fresh, outcome in zip(subqueries, fresh_lists, outcomes, strict=True):
-        if isinstance(outcome, PartialJudgement):
-            error = error or outcome.error
-            outcome = outcome.kept
         if isinstance(outcome, BaseException):
             error = error or outcome
             continue
@@ -368,10 +218,6 @@ async def judge_round(
             verdicts[hit.chunk.chunk_id] = hit.chunk.chunk_id in kept_ids
         for hit in outcome:
             ctx.add_evidence(hit, sq.text)
-    if faithful:
-        if error is not None:
-            raise error
-        return
     for sq, hits, fresh in zip(subqueries, results, fresh_lists, strict=True):
         fresh_ids = {h.chunk.chunk_id for h in fresh}
         for hit in hits:
@@ -416,53 +262,28 @@ async def bridge_hop(
         return []
     subqueries = [ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin="bridge") for q in queries]
     results = await ctx.search(subqueries, top_k=min(BRIDGE_TOP_K, ctx.budget.top_k))
-    await judge_round(ctx, subqueries, results, faithful=False, verdicts=verdicts, grouped=True)
+    await judge_round(ctx, subqueries, results, verdicts=verdicts, grouped=True)
     return queries
 
 
-async def reflect(
-    ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str], *, faithful: bool = False
-) -> tuple[bool, list[str]]:
-    """Stop, or up to 3 new gap queries (repeats removed)."""
-    if faithful:  # DeepSearcher shows every chunk found, whole
-        numbered = ctx.evidence.chunks()
-        per = max(150, min(FAITHFUL_CHARS, ctx.prompt_chars // max(1, len(numbered))))
-        items = [(n, chunk.title, chunk.text) for n, chunk in numbered]
-    else:
-        per = REFLECT_VIEW.chars
-        items = evidence_excerpts(ctx.question, ctx.evidence, REFLECT_VIEW)
-    docs = prompts.fence_many(items, max_chars=per, total_chars=ctx.prompt_chars)
+def reflect_messages(ctx: RunContext, searched: Sequence[str], docs: str, task: str) -> list[Message]:
+    """The reflection's prompt: the question, the queries already searched (the
+    question itself named, not repeated) and the fenced evidence ``docs``."""
     asked = normalise_query(ctx.question)
     listed = [f"- {prompts.neutralise(q)}" for q in searched if normalise_query(q) != asked]
     if len(listed) < len(searched):  # the question is shown above: named, not repeated
         listed.insert(0, "- the question itself")
     done_list = "\n".join(listed)
-    default: dict[str, Any]
-    if faithful:  # DeepSearcher's reflection: new queries, or an empty list when no more research is needed
-        task = (
-            "Decide whether more searches are needed to answer the question, given the queries already "
-            f"searched and the documents found. If so, write at most {MAX_GAP_QUERIES} new search queries; "
-            "if not, return an empty list."
-        )
-        schema, default = FAITHFUL_REFLECT_SCHEMA, {"gap_queries": []}
-    else:
-        task = (
-            "Decide whether the documents found so far answer the question completely (done). "
-            f"If not, write at most {MAX_GAP_QUERIES} new search queries for the missing facts, each different "
-            "from the queries already searched, and a one-sentence summary of what is still missing."
-        )
-        schema, default = REFLECT_SCHEMA, {"done": True, "summary": "", "gap_queries": []}
-    messages = [
+    return [
         prompts.system("You review research progress.", prompts.DATA_RULE, task),
         prompts.user(prompts.question_block(ctx.question), f"Already searched:\n{done_list}", docs),
     ]
-    value = await ctx.call_structured(round_node, messages, schema, default=default)
-    if not isinstance(value, dict):
-        value = default
-    proposed = value.get("gap_queries", [])
-    gaps = clean_queries(proposed if isinstance(proposed, list) else [], seen, MAX_GAP_QUERIES)
-    # the faithful variant stops only when there is nothing new to search, as DeepSearcher does
-    done = not gaps if faithful else bool(value.get("done")) or not gaps
+
+
+def reflected(
+    ctx: RunContext, round_node: str, value: dict[str, Any], gaps: list[str], done: bool
+) -> tuple[bool, list[str]]:
+    """Emit the reflection's node; ``(done, the gap queries to search next)``."""
     node_id = ctx.new_node_id("reflect")
     ctx.emit(
         Reflected(
@@ -477,36 +298,65 @@ async def reflect(
     return done, [] if done else gaps
 
 
+REFLECT_TASK = (
+    "Decide whether the documents found so far answer the question completely (done). "
+    f"If not, write at most {MAX_GAP_QUERIES} new search queries for the missing facts, each different "
+    "from the queries already searched, and a one-sentence summary of what is still missing."
+)
+
+
+async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str]) -> tuple[bool, list[str]]:
+    """Stop, or up to 3 new gap queries (repeats removed)."""
+    items = evidence_excerpts(ctx.question, ctx.evidence, REFLECT_VIEW)
+    docs = prompts.fence_many(items, max_chars=REFLECT_VIEW.chars, total_chars=ctx.prompt_chars)
+    default: dict[str, Any] = {"done": True, "summary": "", "gap_queries": []}
+    messages = reflect_messages(ctx, searched, docs, REFLECT_TASK)
+    value = await ctx.call_structured(round_node, messages, REFLECT_SCHEMA, default=default)
+    if not isinstance(value, dict):
+        value = default
+    proposed = value.get("gap_queries", [])
+    gaps = clean_queries(proposed if isinstance(proposed, list) else [], seen, MAX_GAP_QUERIES)
+    return reflected(ctx, round_node, value, gaps, bool(value.get("done")) or not gaps)
+
+
 # -- the loop -------------------------------------------------------------------
 
 
-async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
+async def plan_round(ctx: RunContext, queries: Sequence[str], origin: str) -> tuple[str, int, list[SubQuery]]:
+    """Start a round and plan its sub-queries, each routed to its collections:
+    ``(round node, round number, sub-queries)``."""
+    round_node, round_no = ctx.start_round()
+    collections = await route(ctx, queries)
+    subqueries = [
+        ctx.plan_subquery(
+            q,
+            parent_id=round_node,
+            round_no=round_no,
+            origin="original" if q == ctx.question and origin == "decompose" else origin,
+            collections=c,
+        )
+        for q, c in zip(queries, collections, strict=True)
+    ]
+    return round_node, round_no, subqueries
+
+
+async def run_mode(ctx: RunContext) -> Report:
+    ctx.source_view = REPORT_VIEW
     seen: set[str] = set()
     verdicts: dict[str, bool] = {}
     searched: list[str] = []
     queries: list[str] = []
     origin = "decompose"
     try:
-        queries = await decompose(ctx, seen, keep_original=not faithful)
+        queries = await decompose(ctx, seen, keep_original=True)
         while queries:
-            round_node, round_no = ctx.start_round()
-            collections = await route(ctx, queries)
-            subqueries = [
-                ctx.plan_subquery(
-                    q,
-                    parent_id=round_node,
-                    round_no=round_no,
-                    origin="original" if q == ctx.question and origin == "decompose" else origin,
-                    collections=c,
-                )
-                for q, c in zip(queries, collections, strict=True)
-            ]
+            round_node, round_no, subqueries = await plan_round(ctx, queries, origin)
             results = await ctx.search(subqueries)
             searched += queries
             queries = []
             known = len(ctx.evidence)
-            await judge_round(ctx, subqueries, results, faithful=faithful, verdicts=verdicts)
-            if not faithful and ctx.options.get("bridge_queries", True):
+            await judge_round(ctx, subqueries, results, verdicts=verdicts)
+            if ctx.options.get("bridge_queries", True):
                 ctx.check_budget()
                 found = [chunk for _, chunk in ctx.evidence.chunks()[known:]]  # this round's, best first
                 searched += await bridge_hop(ctx, round_node, round_no, found, seen, verdicts)
@@ -514,7 +364,7 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
             # gap queries need a round to run in: with none left, the loop ends here
             # without a reflection (DeepSearcher does not reflect after its last iteration)
             ctx.tracker.check_round_left()
-            done, gaps = await reflect(ctx, round_node, searched, seen, faithful=faithful)
+            done, gaps = await reflect(ctx, round_node, searched, seen)
             if done:
                 ctx.stop("completed")
                 break
@@ -523,13 +373,3 @@ async def _deep(ctx: RunContext, *, faithful: bool) -> Report:
         ctx.stop(hit.budget)
         ctx.open_questions += [f"Not searched: {q}" for q in queries]
     return await ctx.write_report()
-
-
-async def run_mode(ctx: RunContext) -> Report:
-    ctx.source_view = REPORT_VIEW
-    return await _deep(ctx, faithful=False)
-
-
-async def run_faithful(ctx: RunContext) -> Report:
-    ctx.source_view = FAITHFUL_REPORT_VIEW
-    return await _deep(ctx, faithful=True)

@@ -156,7 +156,7 @@ async def run_mode(ctx: RunContext) -> Report:
         ctx.stop(hit.budget)
     if answer is None and len(ctx.evidence):
         # budget exhausted (or nothing new to search): one forced final-answer turn
-        ctx.finishing = True
+        ctx.account.finishing = True
         text = await _turn(ctx, log, FINAL_INSTRUCTION, max_tokens=FINAL_TOKENS)
         answer = extract_answer(text)
         if answer is None:

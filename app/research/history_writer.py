@@ -1,4 +1,5 @@
-"""RunRecorder: persists a run's events as they come, in small batches.
+"""Where a run is saved: :class:`RunRecorder` writes its events into the
+history file (``app.store.runs.RunStore``) as they come, in small batches.
 
 Events are buffered and written every few events or fractions of a second,
 and always at the end; evidence rows are written as ``EvidenceAdded``
