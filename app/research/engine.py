@@ -29,8 +29,8 @@ from app.ingest.library import Library
 from app.llm.base import ChatModel
 from app.research.budget import BudgetHit, describe_stop
 from app.research.context import RunContext
-from app.research.modes import ModeRunner, load_mode
 from app.research.history_writer import RunRecorder
+from app.research.modes import ModeRunner, load_mode
 from app.store.runs import RunStore
 
 log = logging.getLogger(__name__)
