@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.research.markers import mark_sentences, parse_ranges, quote_for, split_sentences
+from app.research.sentence_markers import mark_sentences, parse_ranges, quote_for, split_sentences
 
 
 def test_each_sentence_gets_a_number() -> None:

@@ -32,7 +32,7 @@ from app.research.entity_table import (
     support_ratio,
     table_to_markdown,
 )
-from app.research.markers import mark_sentences, parse_ranges, quote_for, split_sentences
+from app.research.sentence_markers import mark_sentences, parse_ranges, quote_for, split_sentences
 
 MAX_COLUMNS = 5
 MAX_ENTITIES_PER_CHUNK = 6
