@@ -15,10 +15,11 @@ written, a warning ``Notice`` says so once, before the run's end.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from app.llm.base import ChatModel
 from app.research.budget import BudgetHit, describe_stop
 from app.research.context import RunContext
 from app.research.history_writer import RunRecorder
-from app.research.modes import ModeRunner, load_mode
+from app.research.modes import MODES
 from app.store.runs import RunStore
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,20 @@ HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds, the engine cuts the run (partial
 _STOP = object()
 DEFAULT_SCOPE = Scope()
 DEFAULT_BUDGET = Budget()
+
+ModeRunner = Callable[[RunContext], Awaitable[Report]]
+
+
+def load_mode(name: str) -> ModeRunner:
+    """The runner of mode ``name`` (its module imported now); ValueError names the known modes."""
+    try:
+        module_name, attr = MODES[name]
+    except KeyError:
+        known = ", ".join(sorted(MODES))
+        raise ValueError(f"Unknown research mode '{name}'. Known modes: {known}.") from None
+    module = importlib.import_module(module_name)
+    runner: ModeRunner = getattr(module, attr)
+    return runner
 
 
 def new_run_id() -> str:

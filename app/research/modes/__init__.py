@@ -3,24 +3,14 @@
 Each mode is a module exposing ``async def run_mode(ctx: RunContext) -> Report``.
 A mode emits its events through the context; the engine does the rest.
 
-This package's own module stays light (names only; ``RunContext`` for the type
-checker): the CLI reads the mode names at start-up, and a mode's module is
-imported when it first runs.
+This package's own module is names only, importing nothing: the CLI reads the
+mode names at start-up, and the engine (:func:`app.research.engine.load_mode`)
+imports a mode's module when it first runs.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from app.core.models import Report
-    from app.research.context import RunContext
-
-ModeRunner = Callable[["RunContext"], Awaitable["Report"]]
-
-# name -> (module, function)
+# name -> (module, function), in menu order
 MODES: dict[str, tuple[str, str]] = {
     "deep": ("app.research.modes.deep", "run_mode"),
     "plan": ("app.research.modes.plan", "run_mode"),
@@ -29,8 +19,8 @@ MODES: dict[str, tuple[str, str]] = {
     "quick": ("app.research.modes.quick", "run_mode"),
 }
 
-# The modes a person can pick (window and CLI), in menu order.
-USER_MODES: tuple[str, ...] = ("deep", "plan", "table", "hds", "quick")
+# The modes a person can pick (window and CLI): every mode.
+USER_MODES: tuple[str, ...] = tuple(MODES)
 
 MODE_HELP: dict[str, str] = {
     "deep": "decompose, search, judge, reflect on gaps, repeat; then a cited report",
@@ -39,15 +29,3 @@ MODE_HELP: dict[str, str] = {
     "hds": "reasoning-model protocol: the model writes its own search queries and a final answer",
     "quick": "one search, then an answer (the baseline)",
 }
-
-
-def load_mode(name: str) -> ModeRunner:
-    """The runner of mode ``name``; ValueError names the known modes."""
-    try:
-        module_name, attr = MODES[name]
-    except KeyError:
-        known = ", ".join(sorted(MODES))
-        raise ValueError(f"Unknown research mode '{name}'. Known modes: {known}.") from None
-    module = importlib.import_module(module_name)
-    runner: ModeRunner = getattr(module, attr)
-    return runner
