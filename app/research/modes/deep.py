@@ -33,6 +33,7 @@ from app.research.bridging import bridge_queries
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 from app.research.query_hygiene import clean_queries, normalise_query
+from app.research.relevance import emit_judgements, ranked_picks
 from app.research.routing import route
 from app.research.snippets import SourceView, evidence_excerpts, focused
 
@@ -147,29 +148,8 @@ async def judge_group(
     ]
     node = subqueries[0].node_id if len(subqueries) == 1 else subqueries[0].parent_id
     value = await ctx.call_structured(node, messages, judge_schema(len(flat)), default=None)
-    picked: list[int] = []
-    if isinstance(value, dict):
-        for i in value.get("relevant", []):
-            if isinstance(i, int) and 1 <= i <= len(flat) and i - 1 not in picked:
-                picked.append(i - 1)
-    kept_reason = ""
-    if not picked:
-        picked = list(range(min(keep_when_none, len(flat))))
-        kept_reason = "kept: top retrieval hit (the model selected none)"
-    order = {index: rank for rank, index in enumerate(picked)}
-    for index, (owner, hit) in enumerate(flat):
-        relevant = index in order
-        score = 1.0 - order[index] / len(flat) if relevant else 0.0
-        ctx.emit(
-            ChunkJudged(
-                run_id=ctx.run_id,
-                node_id=subqueries[owner].node_id,
-                chunk_id=hit.chunk.chunk_id,
-                relevant=relevant,
-                score=round(score, 4),
-                reason=kept_reason if relevant else "",
-            )
-        )
+    picked, reason = ranked_picks(value, len(flat), keep_when_none)
+    emit_judgements(ctx.events, [(subqueries[owner].node_id, hit) for owner, hit in flat], picked, reason)
     kept: list[list[Hit]] = [[] for _ in hit_lists]
     for index in picked:
         owner, hit = flat[index]

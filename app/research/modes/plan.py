@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.events import ROOT_NODE, ChunkJudged, PlanWritten, SearchFinished, StepFinished
+from app.core.events import ROOT_NODE, PlanWritten, SearchFinished, StepFinished
 from app.core.models import Hit, Report, SubQuery
 from app.research import prompts
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 from app.research.placeholders import fill_placeholders
+from app.research.relevance import emit_judgements, ranked_picks
 
 MAX_COLLECTIONS_VIEWED = 4
 SAMPLE_CHUNKS = 4
@@ -169,27 +170,8 @@ async def run_step(
     value = await ctx.call_structured(subquery.node_id, messages, finding_schema(len(hits)), default=default)
     if not isinstance(value, dict):
         value = default
-    picked: list[int] = []
-    for i in value.get("relevant", []) if isinstance(value.get("relevant"), list) else []:
-        if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= len(hits) and i - 1 not in picked:
-            picked.append(i - 1)
-    reason = ""
-    if not picked:  # rank, don't delete: keep the best retrieval hits
-        picked = list(range(min(KEEP_WHEN_NONE_PICKED, len(hits))))
-        reason = "kept: top retrieval hit (the model selected none)"
-    order = {index: rank for rank, index in enumerate(picked)}
-    for index, hit in enumerate(hits):
-        relevant = index in order
-        ctx.emit(
-            ChunkJudged(
-                run_id=ctx.run_id,
-                node_id=subquery.node_id,
-                chunk_id=hit.chunk.chunk_id,
-                relevant=relevant,
-                score=round(1.0 - order[index] / len(hits), 4) if relevant else 0.0,
-                reason=reason if relevant else "",
-            )
-        )
+    picked, reason = ranked_picks(value, len(hits), KEEP_WHEN_NONE_PICKED)  # rank, don't delete
+    emit_judgements(ctx.events, [(subquery.node_id, hit) for hit in hits], picked, reason)
     finding = value.get("finding", "")
     finding = " ".join(finding.split())[:FINDING_CHARS] if isinstance(finding, str) else ""
     answered = value.get("answered") is True and bool(finding)
