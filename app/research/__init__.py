@@ -11,7 +11,8 @@
 - the report's citations: ``citations.py`` (``[n]`` in the text, pure) and
   ``citation_check.py`` (the one model call that checks them);
 - steps the modes share: ``routing.py`` (which collections a query goes to),
-  ``query_hygiene.py`` (repeats and junk queries), ``snippets.py`` (passages cut to what
+  ``query_hygiene.py`` (repeats and junk queries), ``relevance.py`` (a judge's picks made
+  into ranked hits), ``snippets.py`` (passages cut to what
   matters), ``bridging.py`` (rule-written follow-up queries), ``prompts.py`` (prompt pieces;
   document text is fenced data);
 - a mode's own helpers: ``placeholders.py`` (plan), ``sentence_markers.py`` and
