@@ -60,7 +60,7 @@ async def _ask(args: argparse.Namespace) -> int:
     from app.ingest.library import Library
     from app.llm.factory import make_chat_model_async, starter_notice
     from app.research.engine import ResearchEngine
-    from app.store.runs import RunStore
+    from app.store.research_runs import RunStore
 
     err = sys.stderr
     paths = app_paths().ensure()

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from app.core.paths import app_paths
-    from app.store.runs import RunStore
+    from app.store.research_runs import RunStore
 
     store = RunStore.open(app_paths())
     try:

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from app.core.events import event_to_dict
     from app.core.paths import app_paths
     from app.research.budget import describe_stop
-    from app.store.runs import RunStore
+    from app.store.research_runs import RunStore
 
     store = RunStore.open(app_paths())
     try:

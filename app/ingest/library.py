@@ -371,7 +371,7 @@ class Library:
 
 def _mark_interrupted_research(paths: AppPaths) -> int:
     """Research runs left 'running' by a crash (this process now holds the data dir)."""
-    from app.store.runs import RunStore
+    from app.store.research_runs import RunStore
 
     runs = RunStore.open(paths)
     try:

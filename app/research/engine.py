@@ -32,7 +32,7 @@ from app.research.budget import BudgetHit, describe_stop
 from app.research.context import RunContext
 from app.research.history_writer import RunRecorder
 from app.research.modes import MODES
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Where a run is saved: :class:`RunRecorder` writes its events into the
-history file (``app.store.runs.RunStore``) as they come, in small batches.
+history file (``app.store.research_runs.RunStore``) as they come, in small batches.
 
 Events are buffered and written every few events or fractions of a second,
 and always at the end; evidence rows are written as ``EvidenceAdded``
@@ -29,7 +29,7 @@ from pathlib import Path
 from app.core.errors import StoreError
 from app.core.events import EvidenceAdded, Failed, Finished, ResearchEvent, RunStarted
 from app.core.models import Evidence
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from app.ui.formatting import duration
 
 if TYPE_CHECKING:
-    from app.store.runs import RunSummary
+    from app.store.research_runs import RunSummary
 
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 

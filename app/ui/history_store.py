@@ -18,7 +18,7 @@ from app.ui.tasks import run_blocking
 
 if TYPE_CHECKING:
     from app.store.event_log import EventLog
-    from app.store.runs import RunStore, RunSummary
+    from app.store.research_runs import RunStore, RunSummary
 
 T = TypeVar("T")
 
@@ -31,7 +31,7 @@ class HistoryStore:
 
     def _open(self) -> RunStore:
         if self._store is None:
-            from app.store.runs import RunStore
+            from app.store.research_runs import RunStore
 
             self._store = RunStore.open(self._paths)
         return self._store

@@ -219,7 +219,7 @@ def test_a_research_run_cut_short_by_a_crash_is_marked_interrupted_at_the_next_s
     fathom_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from app.core.paths import app_paths
-    from app.store.runs import RunStore
+    from app.store.research_runs import RunStore
 
     runs = RunStore.open(app_paths().ensure())
     try:

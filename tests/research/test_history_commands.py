@@ -17,7 +17,7 @@ from app.core.errors import ModelUnavailable
 from app.core.events import Failed, Finished, Notice
 from app.core.paths import app_paths
 from app.research.engine import ResearchEngine
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 QUESTION = "What is Milvus?"
 SCRIPT = {

@@ -16,7 +16,7 @@ from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, make_
 from app.core.events import EvidenceAdded, Finished, Notice, ResearchEvent
 from app.core.paths import app_paths
 from app.research.engine import ResearchEngine
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 QUESTION = "What is Milvus?"
 SCRIPT = {

@@ -30,7 +30,7 @@ from app.ingest.library import Library
 from app.llm.llamacpp import LlamaCppModel
 from app.research.citations import cited_numbers
 from app.research.engine import ResearchEngine
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 pytestmark = pytest.mark.slow
 

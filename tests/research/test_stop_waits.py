@@ -17,7 +17,7 @@ from app.core.models import Budget
 from app.core.paths import app_paths
 from app.llm.base import Message
 from app.research.engine import ResearchEngine
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
 REPORT = "Milvus is an open-source vector database built for similarity search [1]."

@@ -26,7 +26,7 @@ from app.core.events import EvidenceAdded, Finished
 from app.core.paths import app_paths
 from app.llm.base import Message
 from app.research.engine import ResearchEngine
-from app.store.runs import RunStore
+from app.store.research_runs import RunStore
 from app.ui.main_window import MainWindow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
