@@ -19,6 +19,7 @@ import statistics
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,23 +217,35 @@ class WaitGaps:
 
     A 10 ms timer ticks on the GUI thread; only the gaps inside a wait count
     (``waiting()``: pytest-qt's waits and ``helpers.drive``), so the test body's
-    own work between waits is not taken for a frozen window.
+    own work between waits is not taken for a frozen window. A watchdog thread
+    notes where the GUI thread was when a gap passes ``SAMPLE_AFTER_MS``, so the
+    longest gap comes with the code that held the loop.
     """
+
+    SAMPLE_AFTER_MS = 250.0
 
     def __init__(self) -> None:
         self.longest_ms = 0.0
+        self.longest_where = ""
         self.gaps = 0
         self._depth = 0
         self._last = 0.0
+        self._seen: list[str] = []  # where the GUI thread was during the current gap
+        self._gui = threading.get_ident()
+        self._stopped = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="loop-guard-watchdog", daemon=True)
         self.timer = QTimer()
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
 
     def start(self) -> None:
+        self._gui = threading.get_ident()
         self.timer.start()
         _ACTIVE.append(self)
+        self._watchdog.start()
 
     def stop(self) -> None:
+        self._stopped.set()
         self.timer.stop()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
@@ -240,6 +253,7 @@ class WaitGaps:
     def enter(self) -> None:
         if self._depth == 0:
             self._last = time.perf_counter()
+            self._seen = []
         self._depth += 1
 
     def leave(self) -> None:
@@ -254,8 +268,25 @@ class WaitGaps:
     def _gap(self) -> None:
         now = time.perf_counter()
         self.gaps += 1
-        self.longest_ms = max(self.longest_ms, (now - self._last) * 1000)
+        gap_ms = (now - self._last) * 1000
+        if gap_ms > self.longest_ms:
+            self.longest_ms = gap_ms
+            self.longest_where = " / ".join(dict.fromkeys(self._seen))
         self._last = now
+        self._seen = []
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self.SAMPLE_AFTER_MS / 5000):
+            if self._depth and (time.perf_counter() - self._last) * 1000 > self.SAMPLE_AFTER_MS:
+                frame = sys._current_frames().get(self._gui)
+                if frame is not None:
+                    self._seen.append(_where(frame))
+
+
+def _where(frame: FrameType) -> str:
+    """The innermost frames of a stack, as ``file:line function`` (the last three)."""
+    stack = traceback.extract_stack(frame)[-3:]
+    return " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
 
 
 _ACTIVE: list[WaitGaps] = []
@@ -293,7 +324,8 @@ class LoopGuard:
     def problems(self) -> list[str]:
         found = [str(slow) for slow in self.slots.slow]
         if self.gaps.longest_ms > self.gap_bound_ms:
-            found.append(f"the loop went {self.gaps.longest_ms:.0f} ms unserved while the test waited on it")
+            where = f" (the GUI thread was in {self.gaps.longest_where})" if self.gaps.longest_where else ""
+            found.append(f"the loop went {self.gaps.longest_ms:.0f} ms unserved while the test waited on it{where}")
         return found
 
     def check(self) -> None:
@@ -310,6 +342,7 @@ class LoopGuard:
         """Forget what was caught so far (the test that proves the guard caught it on purpose)."""
         self.slots.slow.clear()
         self.gaps.longest_ms = 0.0
+        self.gaps.longest_where = ""
 
     def summary(self) -> str:
         return (

@@ -57,6 +57,18 @@ def _warm_model(model: Any) -> None:
             log.info("could not preload llama.cpp: %s", exc)
 
 
+PROBE_MODULES = ("app.llm.factory", "app.llm.keys", "app.llm.ollama_backend", "app.llm.openai_backend")
+
+
+def _preload(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` (a back end that is not installed is left to say so when it is used)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            log.info("could not preload %s: %s", name, exc)
+
+
 class Services:
     """Settings, paths and the lazily loaded library, model and engine."""
 
@@ -179,8 +191,8 @@ class Services:
 
     async def probe(self, settings: Settings) -> list[BackendStatus]:
         """What back ends are reachable and which models they offer (first-run setup)."""
-        # import off the GUI thread (the back ends pull in httpx, ollama, openai)
-        await run_blocking(importlib.import_module, "app.llm.factory", name="import the model back ends")
+        # import off the GUI thread: the probes import their back ends (httpx, ollama, openai) as they run
+        await run_blocking(_preload, PROBE_MODULES, name="import the model back ends")
         from app.llm.factory import probe_backends
 
         return await probe_backends(settings)
