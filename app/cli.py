@@ -35,6 +35,11 @@ def _setup_environment() -> None:
     # onnxruntime >= 1.32 on Linux/macOS writes a device id and an event cache under
     # ~/.cache/Microsoft and uploads telemetry unless this is set before it loads.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    # Milvus Lite is a gRPC server inside this process, and gRPC's core logs through
+    # absl straight to stderr: "WARNING: All log messages before absl::InitializeLog()…"
+    # then "fork_posix.cc … skipping fork() handlers" whenever something forks while a
+    # call is in flight. Only its errors are worth a line; set before grpc loads.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.self_test:
         return int(_command_module("selftest").run(args))
     if args.command is None:
+        # Before anything loads Qt: if its window-system libraries are missing, say
+        # which packages to install instead of Qt's "Could not load the Qt platform plugin".
+        from app.ui.qt_libraries import qt_libraries_problem
+
+        problem = qt_libraries_problem()
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 1
         from app.ui.main import run_app
 
         return run_app()

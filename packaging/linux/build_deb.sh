@@ -53,16 +53,22 @@ glibc="$(find "$stage/opt/fathom" -type f \( -name '*.so*' -o -perm -u+x \) -pri
 glibc="${glibc:-2.28}"
 
 installed_kb="$(du -sk --exclude=DEBIAN "$stage" | cut -f1)"
-# The libraries the bundle does not carry (PyInstaller leaves out glibc, the
-# system's OpenGL/EGL stack and libxcb): Qt links OpenGL/EGL, its X11 plugin needs
-# the xcb ones, its Wayland plugin the wayland ones (tests/packaging checks this list).
+# The system libraries Qt's window needs (PyInstaller leaves out glibc, the system's
+# OpenGL/EGL stack and libxcb, and carries the rest only when the build machine had
+# them): Qt links OpenGL/EGL, its X11 plugin the xcb/xkb/X11 ones, Gui fontconfig,
+# freetype and glib, DBus libdbus, the Wayland plugin libwayland-client. The X11 list
+# is app/ui/qt_libraries.py's X11_PACKAGES, also in README; tests/packaging checks all three.
+qt_x11="libegl1, libgl1, libfontconfig1, libfreetype6, libglib2.0-0, libdbus-1-3, libx11-6, libx11-xcb1, \
+libxcb1, libxcb-cursor0, libxcb-icccm4, libxcb-image0, libxcb-keysyms1, libxcb-randr0, libxcb-render0, \
+libxcb-render-util0, libxcb-shape0, libxcb-shm0, libxcb-sync1, libxcb-util1, libxcb-xfixes0, libxcb-xkb1, \
+libxkbcommon0, libxkbcommon-x11-0"
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: fathom
 Version: $version
 Architecture: $arch
 Maintainer: Fathom developers <fathom@localhost>
 Installed-Size: $installed_kb
-Depends: libc6 (>= $glibc), libgl1, libegl1, libdrm2, libxcb1, libxcb-icccm4, libxcb-keysyms1, libwayland-client0
+Depends: libc6 (>= $glibc), libdrm2, $qt_x11, libwayland-client0
 Recommends: libwayland-cursor0, libwayland-egl1
 Section: utils
 Priority: optional
