@@ -86,13 +86,17 @@ def missing_packages_message(
     """What to print instead of starting Qt, or None to go ahead and let Qt start.
 
     Fathom speaks only when it is sure Qt would fail for want of a library: on
-    Linux, with Qt's own plugins, when every plugin Qt would try (X11, Wayland)
+    Linux, with PySide6's own plugins, when every plugin Qt would try (X11, Wayland)
     lacks one. Any other platform (offscreen, eglfs, vnc…), a plugin path of the
     user's own, or a plugin that is not there at all is left to Qt.
     """
     if not platform.startswith("linux") or plugins_dir is None:
         return None
-    if env.get("QT_QPA_PLATFORM_PLUGIN_PATH") or env.get("QT_PLUGIN_PATH"):
+    # Plugins from elsewhere are the user's business; PyInstaller's start-up sets
+    # QT_PLUGIN_PATH to the bundle's own plugins, which are the ones checked here.
+    own = plugins_dir.parent.resolve()
+    elsewhere = [entry for entry in env.get("QT_PLUGIN_PATH", "").split(os.pathsep) if entry]
+    if env.get("QT_QPA_PLATFORM_PLUGIN_PATH") or any(Path(entry).resolve() != own for entry in elsewhere):
         return None
     missing: list[str] = []
     for name in platforms_to_try(env):

@@ -91,6 +91,13 @@ def test_no_plugin_folder_or_no_plugin_file_is_left_to_qt(tmp_path: Path) -> Non
     assert missing_packages_message("linux", {}, plugins(tmp_path), probe) is None
 
 
+def test_qt_plugin_path_naming_pyside6s_own_plugins_is_still_checked(tmp_path: Path) -> None:
+    """PyInstaller's start-up sets QT_PLUGIN_PATH to the bundle's own plugin folder."""
+    folder = plugins(tmp_path, "libqxcb.so")
+    env = {"QT_PLUGIN_PATH": f"{tmp_path}{os.pathsep}"}
+    assert missing_packages_message("linux", env, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]})) is not None
+
+
 def test_qt_qpa_platform_xcb_is_checked_like_the_default(tmp_path: Path) -> None:
     folder = plugins(tmp_path, "libqxcb.so")
     probe = probe_from({"libqxcb.so": ["libEGL.so.1"]})
