@@ -2,6 +2,8 @@
 
 - :mod:`.tokens`: counting tokens as the embedder does; the per-chunk limit;
 - :mod:`.docling_chunks`: Docling documents, by their structure (headings kept);
+- :mod:`.tables`: tables as Markdown tables, cut between rows (plain rows when too wide);
+- :mod:`.inline_html`: HTML tags and entities kept out of chunk text (code left as written);
 - :mod:`.page_numbers`: the page a Docling chunk starts on;
 - :mod:`.plain_text`: plain text and source code, by paragraphs, lines, tokens;
 - :mod:`.piece`: what both produce, a chunk before it has an id.

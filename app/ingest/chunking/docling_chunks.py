@@ -1,13 +1,19 @@
 """Docling documents cut into chunks that follow their structure: Docling's
 ``HybridChunker`` with the embedder's own tokenizer (no transformers, no hub).
-Each chunk keeps its heading path and its page (:mod:`.page_numbers`)."""
+Each chunk keeps its heading path and its page (:mod:`.page_numbers`).
+
+Tables are written as compact Markdown tables, cut between rows with the header
+repeated (:mod:`.tables`); HTML left in text and cells is dropped first
+(:mod:`.inline_html`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.ingest.chunking.inline_html import drop_inline_html_from_document
 from app.ingest.chunking.page_numbers import page_of
 from app.ingest.chunking.piece import ChunkPiece
+from app.ingest.chunking.tables import split_markdown_table, tidy_markdown_table
 from app.ingest.chunking.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -37,18 +43,50 @@ def make_docling_tokenizer(counter: TokenCounter, max_tokens: int) -> Any:
     return LocalTokenizer(counter=counter, max_tokens=max_tokens)
 
 
+def _markdown_tables_provider() -> Any:
+    """Docling's chunking serializer with tables as compact Markdown tables (its
+    default writes "row, column = value" triplets)."""
+    from docling_core.transforms.chunker.hierarchical_chunker import ChunkingDocSerializer, ChunkingSerializerProvider
+    from docling_core.transforms.serializer.markdown import MarkdownParams, MarkdownTableSerializer
+    from docling_core.types.doc.base import ImageRefMode
+
+    class _Tables(MarkdownTableSerializer):
+        def serialize(self, **kwargs: Any) -> Any:
+            result = super().serialize(**kwargs)
+            return result.model_copy(update={"text": tidy_markdown_table(result.text)})
+
+    class _Provider(ChunkingSerializerProvider):
+        def get_serializer(self, doc: Any) -> Any:
+            params = MarkdownParams(
+                image_mode=ImageRefMode.PLACEHOLDER,
+                image_placeholder="",
+                escape_underscores=False,
+                escape_html=False,
+                compact_tables=True,
+            )
+            return ChunkingDocSerializer(doc=doc, table_serializer=_Tables(), params=params)
+
+    return _Provider()
+
+
 class DoclingChunker:
     """Docling's HybridChunker (structure first, then token-bounded) with our tokenizer.
 
     Oversized items are split by :meth:`TokenCounter.split` instead of ``semchunk``
-    (not installed), tables included: one encode per item rather than one per row.
+    (not installed); an oversized table is cut between rows by
+    :func:`split_markdown_table` (header repeated; a row too wide for a chunk
+    becomes a plain "column: value" line).
     """
 
     def __init__(self, counter: TokenCounter, max_tokens: int) -> None:
         from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+        from docling_core.types.doc.items.table.table import TableItem
 
         class _Chunker(HybridChunker):
             def segment(self, doc_chunk: Any, available_length: int, doc_serializer: Any) -> list[str]:
+                items = doc_chunk.meta.doc_items
+                if len(items) == 1 and isinstance(items[0], TableItem):
+                    return split_markdown_table(doc_chunk.text, counter, available_length)
                 return counter.split(doc_chunk.text, available_length)
 
         self.counter = counter
@@ -57,9 +95,12 @@ class DoclingChunker:
             tokenizer=make_docling_tokenizer(counter, max_tokens),
             repeat_table_header=False,
             merge_peers=True,
+            serializer_provider=_markdown_tables_provider(),
         )
 
     def chunk(self, document: DoclingDocument) -> list[ChunkPiece]:
+        """The document's chunks; HTML left in its text and cells is removed first (in place)."""
+        drop_inline_html_from_document(document)
         pieces: list[ChunkPiece] = []
         for chunk in self._chunker.chunk(document):
             text = chunk.text.strip()

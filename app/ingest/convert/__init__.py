@@ -5,6 +5,7 @@
 - :mod:`.text_files`: plain text and code, decoded;
 - :mod:`.docling_files`: documents through Docling (title, page count);
 - :mod:`.docling_setup`: building Docling's converter, offline;
+- :mod:`.markdown_html`: HTML blocks in Markdown read as HTML (tables stay tables);
 - :mod:`.markdown_front_matter`: YAML front matter kept out of the chunks;
 - :mod:`.worker_pool`: converters in worker processes, off the event loop;
 - :mod:`.results`: what a conversion hands back.

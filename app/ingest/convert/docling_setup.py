@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+from app.ingest.convert.markdown_html import read_markdown_html_blocks_as_html
+
 PdfPipeline = Literal["standard", "native"]
 
 
@@ -36,6 +38,8 @@ def build_docling_converter(artifacts_path: str, pdf_pipeline: str) -> Any:
         logging.getLogger(name).setLevel(logging.ERROR)
     from docling.datamodel.base_models import InputFormat
     from docling.document_converter import DocumentConverter, PdfFormatOption
+
+    read_markdown_html_blocks_as_html()
 
     if pdf_pipeline == "standard":
         from docling.datamodel.pipeline_options import PdfPipelineOptions
