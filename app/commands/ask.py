@@ -59,7 +59,7 @@ async def _ask(args: argparse.Namespace) -> int:
     from app.core.settings import load_settings
     from app.ingest.library import Library
     from app.llm.factory import make_chat_model_async, starter_notice
-    from app.research.engine import ResearchEngine
+    from app.research.engine import ResearchEngine, empty_scope_problem
     from app.store.research_runs import RunStore
 
     err = sys.stderr
@@ -81,29 +81,20 @@ async def _ask(args: argparse.Namespace) -> int:
         print("--max-rounds must be at least 1.", file=err)
         return 2
     mode = args.mode or research.mode
-    try:
-        model = await make_chat_model_async(settings)
-    except FathomError as exc:
-        print(f"No model: {exc}", file=err)
-        return 2
-    options: dict[str, Any] = {}
-    notice = starter_notice(model)
-    if notice:
-        print(notice, file=err)
-        options = dict(STARTER_OPTIONS)
+    scope = Scope(collections=tuple(args.collections))
     try:
         library = Library.open(settings, paths)
     except FathomError as exc:
         print(str(exc), file=err)
-        await model.aclose()
         return 2
-    runs = RunStore.open(paths)
+    model = None
+    runs: RunStore | None = None
     events: list[dict[str, Any]] = []
     final: Finished | Failed | None = None
     progress = Progress(err, quiet=args.quiet)
     try:
-        names = await library.collections()
-        known = {c.name for c in names}
+        # what to search is checked before the model loads: an empty library costs nothing
+        known = {c.name for c in await library.collections()}
         unknown = [c for c in args.collections if c not in known]
         if unknown:
             listing = ", ".join(sorted(known)) or "none yet"
@@ -113,11 +104,22 @@ async def _ask(args: argparse.Namespace) -> int:
                 file=err,
             )
             return 2
-        if not names:
-            print("The library is empty: add documents first with `fathom ingest PATH`.", file=err)
+        empty = await empty_scope_problem(library, scope)
+        if empty:
+            print(f"Add documents first: {empty} Add some with `fathom ingest PATH --collection NAME`.", file=err)
             return 2
+        try:
+            model = await make_chat_model_async(settings)
+        except FathomError as exc:
+            print(f"No model: {exc}", file=err)
+            return 2
+        options: dict[str, Any] = {}
+        notice = starter_notice(model)
+        if notice:
+            print(notice, file=err)
+            options = dict(STARTER_OPTIONS)
+        runs = RunStore.open(paths)
         engine = ResearchEngine(model, library, runs)
-        scope = Scope(collections=tuple(args.collections))
         async for event in engine.run(args.question, mode=mode, scope=scope, budget=budget, options=options):
             progress.show(event)
             if args.json:
@@ -125,9 +127,11 @@ async def _ask(args: argparse.Namespace) -> int:
             if isinstance(event, (Finished, Failed)):
                 final = event
     finally:
-        runs.close()
+        if runs is not None:
+            runs.close()
         await library.aclose()
-        await model.aclose()
+        if model is not None:
+            await model.aclose()
     if final is None:
         return 1
     if args.json:

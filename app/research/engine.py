@@ -58,6 +58,23 @@ def load_mode(name: str) -> ModeRunner:
     return runner
 
 
+async def empty_scope_problem(library: Library, scope: Scope) -> str | None:
+    """Why a run over ``scope`` could find nothing — no collection in it holds an
+    indexed document — or None when it can search. Asked before a run starts
+    (the window and ``fathom ask``), so an empty library never loads a model."""
+    collections = await library.collections()
+    if not collections:
+        return "The library is empty."
+    chosen = [c for c in collections if not scope.collections or c.name in scope.collections]
+    if any(c.documents > 0 for c in chosen):
+        return None
+    if scope.collections:
+        names = ", ".join(scope.collections)
+        one = len(scope.collections) == 1
+        return f"The collection{'' if one else 's'} {names} {'has' if one else 'have'} no indexed documents yet."
+    return "The library's collections have no indexed documents yet."
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
@@ -283,4 +300,4 @@ def _model_name(model: ChatModel) -> str:
         return ""
 
 
-__all__ = ["ResearchEngine", "describe_stop", "new_run_id"]
+__all__ = ["ResearchEngine", "describe_stop", "empty_scope_problem", "new_run_id"]

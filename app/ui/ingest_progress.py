@@ -6,8 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QProgressBar, QPushButton, QWidget
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QListView,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
 
 from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.ui.formatting import count, duration, short_path
@@ -16,6 +28,26 @@ from app.ui.tooltips import plain_tooltip
 PATH_ROLE = Qt.ItemDataRole.UserRole + 4
 MAX_FILE_ROWS = 400
 _MARKS = {"indexed": "✓", "unchanged": "=", "skipped": "–", "failed": "✗", "removed": "−"}
+
+
+class ElidedRows(QStyledItemDelegate):
+    """Rows no wider than the list shows, so a long file name is elided in the middle
+    (its end stays readable; the row's tooltip has the whole path) instead of cut off."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        hint = super().sizeHint(option, index)
+        view = self.parent()
+        if isinstance(view, QAbstractItemView):
+            return QSize(min(hint.width(), max(1, view.viewport().width())), hint.height())
+        return hint
+
+
+def elide_rows(rows: QListWidget) -> None:
+    rows.setItemDelegate(ElidedRows(rows))
+    rows.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    rows.setWordWrap(False)
+    rows.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    rows.setResizeMode(QListView.ResizeMode.Adjust)  # laid out again (rows re-elided) when resized
 
 
 class IngestProgressView:
@@ -34,11 +66,11 @@ class IngestProgressView:
         self.current_label.setWordWrap(True)
         self.files = QListWidget()
         self.files.setObjectName("ingestFiles")
-        self.files.setUniformItemSizes(True)
         self.failures_label = QLabel("Failed files")
         self.failures = QListWidget()
         self.failures.setObjectName("ingestFailures")
-        self.failures.setWordWrap(True)
+        for rows in (self.files, self.failures):
+            elide_rows(rows)
         self.failures_label.hide()
         self.failures.hide()
         self._file_rows: dict[str, QListWidgetItem] = {}

@@ -36,11 +36,13 @@ MESSAGE_MS = 8000
 
 
 def collection_name_for(paths: Sequence[Path]) -> str:
-    """A collection name from what was dropped: the first folder's name, else ``documents``."""
-    for path in paths:
-        if path.is_dir():
-            base = path.name
-            break
+    """A collection name from what was dropped: the first folder's name; for one file,
+    the file's own name (its stem); for several files, their folder's name; else ``documents``."""
+    folder = next((path for path in paths if path.is_dir()), None)
+    if folder is not None:
+        base = folder.name
+    elif len(paths) == 1:
+        base = paths[0].stem
     else:
         base = paths[0].parent.name if paths else "documents"
     name = re.sub(r"[^A-Za-z0-9_]+", "_", base).strip("_").lower() or "documents"
@@ -173,8 +175,8 @@ class LibraryController(QObject):
         self._tasks.start(self.refresh(), "refresh the library")
 
     def add_paths(self, paths: list[Path], collection: str | None = None) -> None:
-        """Index dropped or chosen paths into ``collection`` (None: one named after the
-        first folder); ignored while an ingest runs or before the library is open."""
+        """Index dropped or chosen paths into ``collection`` (None: one named by
+        :func:`collection_name_for`); ignored while an ingest runs or before the library is open."""
         if self._library is None or self.ingesting or not paths:
             if self.ingesting:
                 self._say("Wait for the current indexing to finish, or stop it.")

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from app.ingest.library import Library
     from app.store.consistency import CheckResult
 
-NEW_COLLECTION = "(new collection named after the folder)"
+NEW_COLLECTION = "(new collection named after the folder or file)"
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
 NAME_ROLE = Qt.ItemDataRole.UserRole + 2
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -76,6 +76,7 @@ class LibraryPanel(QWidget):
         self.tree.setHeaderLabels(list(_COLUMNS))
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # long names keep their end; the tooltip has all
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)

@@ -13,13 +13,16 @@ the work itself is the controllers'.
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib
+import json
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QRect, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -31,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import FathomError
+from app.core.events import RunStarted
 from app.ui.banner import Banner
 from app.ui.dialogs import ask_yes_no, show_error
 from app.ui.drop_zone import local_paths
@@ -59,6 +63,11 @@ D = TypeVar("D", bound="SettingsForm")
 
 log = logging.getLogger(__name__)
 
+SCREEN_SHARE = 0.8  # the window opens at this share of the screen's available area…
+MAX_SIZE = (1600, 1000)  # …but no larger
+WINDOW_STATE_FILE = "window.json"  # the window's size and place when it last closed
+WINDOW_STATE_VERSION = 1
+
 
 class MainWindow(QMainWindow):
     closed = Signal()
@@ -70,7 +79,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Fathom")
         self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
-        self.resize(1400, 880)
+        self._closed_geometry: bytes | None = None  # what closing left, saved by shutdown()
         self.tasks = TaskKeeper(self._on_task_error)
         self.errors: list[str] = []
         self._closing = False
@@ -79,6 +88,7 @@ class MainWindow(QMainWindow):
         self.report_tabs = QTabWidget()
         self._build()
         self._build_actions()
+        self.fit_screen()
         if settings_problem:
             self.banner.add(settings_problem)
 
@@ -184,6 +194,43 @@ class MainWindow(QMainWindow):
         for act in (self.run_action, self.stop_action, self.find_action):
             menu.addAction(act)
 
+    # -- size and place ---------------------------------------------------
+    def fit_screen(self) -> None:
+        """Open at ``SCREEN_SHARE`` of the screen's available area (capped at ``MAX_SIZE``), centred."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            self.resize(*MAX_SIZE)
+        else:
+            self.fit_area(screen.availableGeometry())
+
+    def fit_area(self, area: QRect) -> None:
+        """Take ``SCREEN_SHARE`` of ``area`` (no more than ``MAX_SIZE``, no less than the window
+        needs, never more than the area) and centre the window in it."""
+        least = self.minimumSizeHint()
+        width = min(MAX_SIZE[0], max(least.width(), round(area.width() * SCREEN_SHARE)), area.width())
+        height = min(MAX_SIZE[1], max(least.height(), round(area.height() * SCREEN_SHARE)), area.height())
+        self.resize(width, height)
+        frame = self.frameGeometry()
+        frame.moveCenter(area.center())
+        self.move(frame.topLeft())
+
+    async def restore_geometry(self) -> bool:
+        """Put the window where it was when it last closed (read off the GUI thread); False when
+        nothing usable was saved (then it keeps the size it opened with)."""
+        saved = await run_blocking(read_window_state, self._state_file(), name="read the window's place")
+        return saved is not None and self.restoreGeometry(QByteArray(saved))
+
+    async def save_geometry(self) -> None:
+        """Keep the window's size and place for the next start (written off the GUI thread)."""
+        geometry = self._closed_geometry or bytes(self.saveGeometry().data())
+        try:
+            await run_blocking(write_window_state, self._state_file(), geometry, name="save the window's place")
+        except OSError as exc:
+            log.info("the window's place was not saved: %s", exc)
+
+    def _state_file(self) -> Path:
+        return self.services.paths.config_dir / WINDOW_STATE_FILE
+
     # -- start-up ---------------------------------------------------------
     def start(self) -> asyncio.Task[Any]:
         """Load the heavy parts after the window is shown (call once, on the running loop)."""
@@ -191,6 +238,7 @@ class MainWindow(QMainWindow):
 
     async def _load(self) -> None:
         self.state_label.setText("Opening the library…")
+        await self.restore_geometry()
         await self.runs.refresh_history()
         try:
             library = await self.services.open_library()
@@ -266,9 +314,12 @@ class MainWindow(QMainWindow):
         finally:
             self.history_panel.open_button.setEnabled(True)
 
-    def _on_run_opened(self, question: str | None) -> None:
-        if question is not None:
-            self.research_panel.question.setPlainText(question)
+    def _on_run_opened(self, started: RunStarted | None) -> None:
+        if started is not None:
+            self.research_panel.restore(started)
+            missing = [c for c in started.collections if c not in self.research_panel.collection_names()]
+            if missing:
+                self.statusBar().showMessage(f"No longer in the library: {', '.join(missing)}", 8000)
         self.report_tabs.setCurrentWidget(self.table if self.presenter.table else self.report)
 
     def delete_run(self, run_id: str) -> None:
@@ -389,6 +440,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._closing = True
+        self._closed_geometry = bytes(self.saveGeometry().data())
         self.runs.close()
         if self.runs.running:
             self.stop_research()
@@ -402,9 +454,30 @@ class MainWindow(QMainWindow):
         self._closing = True
         self.runs.close()
         self.library_controller.stop_ingest()
+        await self.save_geometry()
         await self.stop_run()
         await self.tasks.cancel_all(timeout=5.0)
         await self.services.aclose()
+
+
+def read_window_state(path: Path) -> bytes | None:
+    """The window geometry saved in ``path`` (None when absent, of another version or unreadable)."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if state.get("version") != WINDOW_STATE_VERSION:
+            return None
+        return base64.b64decode(state["geometry"], validate=True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_window_state(path: Path, geometry: bytes) -> None:
+    """Save the window geometry to ``path`` atomically (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"version": WINDOW_STATE_VERSION, "geometry": base64.b64encode(geometry).decode("ascii")})
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _save_api_key(base_url: str, key: str) -> None:

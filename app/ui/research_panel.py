@@ -23,17 +23,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.events import RunStarted
 from app.core.models import Budget, Collection, Scope
 from app.core.settings import ResearchSettings
 from app.ui.tree_model import DETAIL_ROLE, KIND_ROLE, ResearchTreeModel
 
 MODES: dict[str, str] = {
-    "deep": "Deep: decompose, search, judge, reflect on gaps, repeat, then write a cited report",
-    "plan": "Plan: read an overview, write a step plan, run the steps, stop when answered",
-    "table": "Table: find entities and fill a table of their attributes, each cell cited",
-    "hds": "HDS: a reasoning model searches in its own thinking (for reasoning models)",
-    "quick": "Quick: one search for the question, then a cited answer",
-}
+    "deep": "Splits the question into searches, keeps the passages that answer them, "
+    "searches again for what is missing, then writes a cited report (the default)",
+    "plan": "Reads an overview of the library, writes a step-by-step plan, runs the steps "
+    "and stops once the question is answered",
+    "table": "Finds the things the question asks about and fills a table of their details, every cell cited",
+    "hds": "For reasoning models: the model decides what to search while it thinks, until it can answer",
+    "quick": "One search for the question, then a cited answer: the fastest",
+}  # one plain line per mode, shown under the selector and as each item's tooltip
 
 
 class QuestionEdit(QPlainTextEdit):
@@ -65,6 +68,11 @@ class ResearchPanel(QWidget):
             self.mode.addItem(name, name)
             self.mode.setItemData(self.mode.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.mode.setCurrentIndex(max(0, self.mode.findData(defaults.mode)))
+        self.mode_help = QLabel()
+        self.mode_help.setObjectName("modeHelp")
+        self.mode_help.setWordWrap(True)
+        self.mode.currentIndexChanged.connect(self._show_mode_help)
+        self._show_mode_help()
 
         self.scope_button = QToolButton()
         self.scope_button.setObjectName("scope")
@@ -97,6 +105,7 @@ class ResearchPanel(QWidget):
         row.addWidget(QLabel("in"))
         row.addWidget(self.scope_button, 1)
         form.addRow("Mode", row)
+        form.addRow("", self.mode_help)
         budget = QHBoxLayout()
         for label, spin in (("rounds", self.rounds), ("queries", self.subqueries), ("top-k", self.top_k)):
             budget.addWidget(spin)
@@ -126,6 +135,7 @@ class ResearchPanel(QWidget):
         self.tree.header().resizeSection(1, 150)
         self.tree.header().resizeSection(2, 130)
         self.tree_model.rowsInserted.connect(self._expand_new)
+        self.tree_model.modelReset.connect(self._clear_detail)  # a new run (or one reopened): nothing selected
         self.tree.selectionModel().currentChanged.connect(self._show_detail)
         self.detail = QPlainTextEdit()
         self.detail.setObjectName("nodeDetail")
@@ -187,6 +197,26 @@ class ResearchPanel(QWidget):
             action.setChecked(name in names)
         self._update_scope_label()
 
+    def collection_names(self) -> list[str]:
+        return list(self._collections)
+
+    def restore(self, started: RunStarted) -> None:
+        """Show what a past run asked: its question, mode, collections and budget."""
+        self.question.setPlainText(started.question)
+        index = self.mode.findData(started.mode)
+        if index >= 0:
+            self.mode.setCurrentIndex(index)
+        self.set_scope(list(started.collections))
+        budget = started.budget
+        self.rounds.setValue(budget.max_rounds)
+        self.subqueries.setValue(budget.max_subqueries)
+        self.max_tokens.setValue(budget.max_tokens)
+        self.max_minutes.setValue(max(1, round(budget.max_seconds / 60)))
+        self.top_k.setValue(budget.top_k)
+
+    def _show_mode_help(self, *_: object) -> None:
+        self.mode_help.setText(MODES.get(self.mode_name(), ""))
+
     def _update_scope_label(self, *_: object) -> None:
         chosen = self.scope().collections
         if not chosen:
@@ -230,6 +260,9 @@ class ResearchPanel(QWidget):
         self.tree.expand(index)
         for row in range(self.tree_model.rowCount(index)):
             self._expand_subtree(self.tree_model.index(row, 0, index))
+
+    def _clear_detail(self) -> None:
+        self.detail.clear()
 
     def _show_detail(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if not current.isValid():

@@ -13,6 +13,7 @@ no window: it reports through signals, so tests drive it alone.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 CONTEXT_CHUNKS = 2  # neighbouring chunks shown on each side in the source viewer
 CLOCK_MS = 500  # how often the elapsed time of a running run is shown again
 
+ADD_DOCUMENTS = "Drop a folder or files on the window, or use “Add folder…” in the Library."
+
 _STATES = {"idle": "Ready", "running": "Running…", "finished": "Finished", "cancelled": "Stopped", "failed": "Failed"}
 
 
@@ -51,7 +54,7 @@ class RunController(QObject):
     message = Signal(str, int)  # a passing status message and how long to show it (ms)
     modelName = Signal(str)
     historyChanged = Signal(list)  # list[RunSummary]
-    runOpened = Signal(object)  # a past run is shown: its question (str), or None
+    runOpened = Signal(object)  # a past run is shown: its RunStarted (question, mode, scope, budget), or None
 
     def __init__(self, services: Services, presenter: RunPresenter, tasks: TaskKeeper, parent: QObject | None = None):
         super().__init__(parent)
@@ -91,10 +94,13 @@ class RunController(QObject):
 
     async def _run(self, question: str, mode: str, scope: Any, budget: Any) -> None:
         services = self.services
-        self.stateText.emit("Loading the model…")
         self._clock.start()
         stream: AsyncIterator[ResearchEvent] | None = None
         try:
+            if (empty := await self._nothing_to_search(scope)) is not None:  # before any model loads
+                self.problem.emit(f"Add documents first: {empty} {ADD_DOCUMENTS}")
+                return
+            self.stateText.emit("Loading the model…")
             try:
                 engine = await services.engine()
             except Exception as exc:
@@ -127,6 +133,17 @@ class RunController(QObject):
             self.update_status()
             if not self._closing:
                 self.tasks.start(self.refresh_history(), "refresh history")
+
+    async def _nothing_to_search(self, scope: Any) -> str | None:
+        """Why ``scope`` holds nothing to search (see :func:`app.research.engine.empty_scope_problem`),
+        asked before the model loads; None when it can run (or the library is not open: then
+        loading the engine says why)."""
+        library = self.services.library
+        if library is None:
+            return None
+        engine = await run_blocking(importlib.import_module, "app.research.engine", name="import the research engine")
+        problem: str | None = await engine.empty_scope_problem(library, scope)
+        return problem
 
     def stop(self) -> asyncio.Task[Any] | None:
         """Ask the engine to stop the run (once); the run's task, which ends when the
@@ -181,7 +198,7 @@ class RunController(QObject):
         started = next((e for e in research if isinstance(e, RunStarted)), None)
         if not any(isinstance(e, (Finished, Failed)) for e in research):
             self.presenter.state = "cancelled"
-        self.runOpened.emit(started.question if started is not None else None)
+        self.runOpened.emit(started)
         self.update_status()
 
     async def delete_run(self, run_id: str) -> None:

@@ -103,7 +103,9 @@ def test_a_real_run_is_shown_saved_listed_reopened_exported_and_deleted_without_
     presenter.reset()
     await_in_test(qtbot, controller.open_run(run_id))
     assert presenter.events == events and presenter.model.shape() == shape
-    assert seen.of("runOpened") == [(QUESTION,)]
+    ((opened,),) = seen.of("runOpened")  # what the run asked, to show again
+    assert isinstance(opened, RunStarted) and opened.question == QUESTION
+    assert opened.mode == "quick" and opened.budget == BUDGET and opened.collections == ()
 
     # exported off the GUI thread
     written = await_in_test(qtbot, controller.export(tmp_path / "report.md"))
