@@ -152,11 +152,25 @@ def missing_libraries(plugin: Path) -> list[str] | None:
     try:
         ctypes.CDLL(str(plugin))
     except OSError as exc:
-        match = _CANNOT_OPEN.match(str(exc))
-        if match is None:
+        soname = cannot_open(exc)
+        if soname is None:
             return None
-        return ldd_not_found(plugin) or [match["soname"]]
+        return ldd_not_found(plugin) or [soname]
     return []
+
+
+def cannot_open(exc: BaseException) -> str | None:
+    """The soname in the loader's "X: cannot open shared object file", if that is why.
+
+    A frozen program's ctypes (PyInstaller's) raises its own OSError, "Failed to load
+    dynlib/dll …", from the loader's, so the whole chain is read."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        match = _CANNOT_OPEN.match(str(seen))
+        if match is not None:
+            return match["soname"]
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def ldd_not_found(library: Path) -> list[str]:

@@ -181,6 +181,15 @@ def test_probe_leaves_a_file_that_is_not_a_library_to_qt(tmp_path: Path) -> None
     assert missing_libraries(broken) is None
 
 
+def test_the_loaders_reason_is_found_under_pyinstallers_own_error() -> None:
+    loader = OSError(f"{GONE}: cannot open shared object file: No such file or directory")
+    frozen = OSError("Failed to load dynlib/dll '/opt/fathom/_internal/PySide6/Qt/plugins/platforms/libqxcb.so'.")
+    frozen.__cause__ = loader
+    assert qt_libraries.cannot_open(frozen) == GONE
+    assert qt_libraries.cannot_open(loader) == GONE
+    assert qt_libraries.cannot_open(OSError("libqxcb.so: undefined symbol: xcb_foo")) is None
+
+
 def test_probe_agrees_with_ldd_on_the_installed_pyside6() -> None:
     folder = qt_plugins_dir()
     assert folder is not None and (folder / "libqxcb.so").is_file()
