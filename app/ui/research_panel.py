@@ -29,12 +29,10 @@ from app.core.settings import ResearchSettings
 from app.ui.tree_model import DETAIL_ROLE, KIND_ROLE, ResearchTreeModel
 
 MODES: dict[str, str] = {
-    "deep": "Splits the question into searches, keeps the passages that answer them, "
-    "searches again for what is missing, then writes a cited report (the default)",
-    "plan": "Reads an overview of the library, writes a step-by-step plan, runs the steps "
-    "and stops once the question is answered",
-    "table": "Finds the things the question asks about and fills a table of their details, every cell cited",
-    "hds": "For reasoning models: the model decides what to search while it thinks, until it can answer",
+    "deep": "Searches in rounds, keeps what answers, looks again for what is missing; a cited report (default)",
+    "plan": "Reads an overview of the library, plans the steps, runs them, stops once answered",
+    "table": "Finds the things the question asks about and fills a table of them, every cell cited",
+    "hds": "For reasoning models: the model decides what to search while it thinks",
     "quick": "One search for the question, then a cited answer: the fastest",
 }  # one plain line per mode, shown under the selector and as each item's tooltip
 
