@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from app import __version__
+from app.ui.qt_libraries import X11_PACKAGES, packages_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -145,6 +146,35 @@ def test_frozen_window_opens_and_closes(bundle: Path, tmp_path: Path) -> None:
     assert "qt.qpa.plugin" not in errors.read_text() and "Traceback" not in errors.read_text(), report
 
 
+def test_frozen_program_names_missing_qt_packages_or_loads_its_plugin(bundle: Path, tmp_path: Path) -> None:
+    """With no display: either Fathom names the packages ldd finds missing for the bundled
+    X11 plugin (and Qt never starts), or the plugin loaded and Qt only lacks a display."""
+    env = user_env(tmp_path, QT_QPA_PLATFORM="xcb")
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE"):
+        env.pop(name, None)
+    result = subprocess.run(
+        [str(bundle / "fathom")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    report = f"exit {result.returncode}\nstderr:\n{result.stderr[-3000:]}"
+    plugin = bundle / "_internal" / "PySide6" / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+    ldd = subprocess.run(
+        ["ldd", str(plugin)],
+        env=dict(os.environ, LD_LIBRARY_PATH=str(bundle / "_internal")),
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    missing = list(dict.fromkeys(line.split("=>")[0].strip() for line in ldd.splitlines() if "not found" in line))
+    if missing:
+        assert result.returncode == 1, report
+        assert f"are not installed ({', '.join(missing)})" in result.stderr, report
+        assert f"sudo apt-get install {' '.join(packages_for(missing))}" in result.stderr, report
+        assert "qt.qpa" not in result.stderr, report
+    else:
+        assert "could not connect to display" in result.stderr, report
+        assert "Fathom cannot open its window" not in result.stderr, report
+
+
 def _apt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     return subprocess.run(
@@ -183,6 +213,8 @@ def test_deb_installs_runs_its_self_test_and_uninstalls_cleanly(bundle: Path, tm
     print(f"\n.deb built in {time.perf_counter() - started:.0f} s: {deb.name}, {deb.stat().st_size / 2**20:.0f} MiB")
     fields = subprocess.run(["dpkg-deb", "-f", str(deb)], capture_output=True, text=True, check=True).stdout
     assert "Package: fathom" in fields and f"Version: {__version__}" in fields, fields
+    depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True).stdout
+    assert set(X11_PACKAGES) <= {entry.strip().split(" ")[0] for entry in depends.split(",")}, depends
 
     try:
         install = _apt("install", f"./{deb.name}", cwd=out)  # apt-get wants a ./path for a local file
