@@ -7,7 +7,7 @@
   ``run_presenter.py``: its events shown in the tree (``tree_model.py``, ``tree_adapter.py``), the report
   (``report_view.py``) and the table (``table_view.py``);
 - ``library_controller.py``: the library's state and actions; ``library_panel.py`` renders them,
-  ``ingest_progress.py`` shows an indexing, ``drop_zone.py`` takes dropped folders;
+  ``ingest_progress.py`` shows an indexing, ``drop_zone.py`` takes dropped folders and files;
 - ``research_panel.py``, ``history_panel.py``, ``source_viewer.py`` (``file_opener.py``), ``find_bar.py``,
   ``banner.py``: the other panes;
 - ``settings_dialog.py``, ``setup_dialog.py``: the two forms, saved by ``settings_form.py``, with
