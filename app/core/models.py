@@ -147,6 +147,21 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class SentenceSupport:
+    """How well a report's sentences are backed: of ``sentences`` prose sentences,
+    ``cited`` carry a citation and ``flagged`` were found unsupported by theirs."""
+
+    sentences: int = 0
+    cited: int = 0
+    flagged: int = 0
+
+    @property
+    def share(self) -> float:
+        """Cited sentences over all sentences (0 when there are none)."""
+        return self.cited / self.sentences if self.sentences else 0.0
+
+
+@dataclass(frozen=True)
 class TableCell:
     value: str = ""
     confidence: float = 0.0
@@ -174,6 +189,7 @@ class Report:
     removed_citations: int = 0
     table: EntityTable | None = None
     answer: str = ""  # short answer, when a mode extracts one (hds, benchmarks)
+    support: SentenceSupport | None = None  # None: written before sentences were counted
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Citations in a report's Markdown: find ``[n]``, resolve them against the
 evidence table, bind uncited sentences to the chunk they repeat, list the
-(sentence, number) pairs to check, and flag the sentences found unsupported.
+(sentence, number) pairs to check, flag the sentences found unsupported,
+count cited and flagged sentences (:func:`sentence_support`), and renumber the
+sources in order of first citation (:func:`renumber`).
 
 Pure functions on text; the model's check of each cited sentence is
 :mod:`app.research.citation_check`.
@@ -12,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from app.core.models import Citation
+from app.core.models import Citation, SentenceSupport
 
 # [3], [1, 2], [1;2] — not a Markdown link "[1](...)"
 CITE_RE = re.compile(r"\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\()")
@@ -27,6 +29,11 @@ _STOPWORDS = (
 )
 _STOP = frozenset(_STOPWORDS.split())
 UNSUPPORTED_MARK = "⚠"
+# the sections the engine appends after the model's text
+SOURCES_HEADING = "## Sources"
+OPEN_QUESTIONS_HEADING = "## Open questions"
+# what flag_unsupported adds after a sentence
+_FLAG = re.compile(rf"{UNSUPPORTED_MARK} \*\(not supported by [^)]*\)\*")
 
 
 @dataclass(frozen=True)
@@ -187,3 +194,106 @@ def flag_unsupported(markdown: str, citations: Sequence[Citation]) -> str:
         return f"{text} {UNSUPPORTED_MARK} *(not supported by {refs})*"
 
     return _map_sentences(markdown, flag)
+
+
+def split_report(markdown: str) -> tuple[str, str]:
+    """(the report's own text, the engine's sections from its last "## Sources" on).
+
+    Only a heading outside code counts; without one, everything is the text."""
+    at = -1
+    pos = 0
+    for line, _prose, in_code in _lines(markdown):
+        if not in_code and line.strip() == SOURCES_HEADING:
+            at = pos
+        pos += len(line)
+    if at < 0:
+        return markdown, ""
+    return markdown[:at], markdown[at:]
+
+
+def _without_flags(text: str) -> str:
+    return " ".join(_FLAG.sub(" ", text).split())
+
+
+def sentence_support(markdown: str, citations: Sequence[Citation] = ()) -> SentenceSupport:
+    """How many of the report's prose sentences cite a source, and how many are flagged.
+
+    Only the report's own text counts (not the engine's Sources and Open questions;
+    headings, tables, quotes and code are not sentences). A sentence is flagged
+    when it carries the ⚠ mark (:func:`flag_unsupported`), or when ``citations``
+    (the check's results) judge one of its citations unsupported."""
+    bad = {(c.sentence, c.number) for c in citations if c.supported is False}
+    body, _ = split_report(markdown)
+    total = cited = flagged = 0
+    last_flagged = True  # a flag with no sentence before it counts for nothing
+    for sentence in sentences(body):
+        # a flag follows its sentence's full stop, so it may open the next piece
+        if sentence.text.startswith(UNSUPPORTED_MARK) and not last_flagged:
+            flagged += 1
+            last_flagged = True
+        core = _without_flags(sentence.text)
+        if not core:
+            continue
+        numbers = cited_numbers(core)
+        total += 1
+        cited += bool(numbers)
+        claim = Sentence(core, tuple(numbers)).claim
+        trailing = UNSUPPORTED_MARK in sentence.text and not sentence.text.startswith(UNSUPPORTED_MARK)
+        last_flagged = trailing or any((claim, n) in bad for n in numbers)
+        flagged += last_flagged
+    return SentenceSupport(sentences=total, cited=cited, flagged=flagged)
+
+
+def support_headline(support: SentenceSupport) -> str:
+    """ "N of M sentences cited, K flagged" — the report's header."""
+    noun = "sentence" if support.sentences == 1 else "sentences"
+    return f"{support.cited} of {support.sentences} {noun} cited, {support.flagged} flagged"
+
+
+def mark_uncited(markdown: str, mark: str) -> str:
+    """The report with ``mark`` after each prose sentence of its own text that cites
+    nothing (the engine's sections are left as they are)."""
+    body, tail = split_report(markdown)
+
+    def change(sentence: Sentence, text: str) -> str:
+        core = _without_flags(text)
+        return text if not core or cited_numbers(core) else f"{text} {mark}"
+
+    marked = _map_sentences(body, change)
+    return marked.rstrip("\n") + body[len(body.rstrip("\n")) :] + tail
+
+
+def renumber(markdown: str, order: Sequence[int]) -> str:
+    """Every ``[n]`` outside code rewritten by ``order`` (old numbers, in their new
+    order: ``order[0]`` becomes 1); a number not in ``order`` is left as it is."""
+    new = {old: i for i, old in enumerate(order, start=1)}
+
+    def fix(match: re.Match[str]) -> str:
+        numbers = [int(p) for p in re.split(r"[,;]", match.group(1))]
+        return "[" + ", ".join(str(new.get(n, n)) for n in numbers) + "]"
+
+    return "".join(line if in_code else CITE_RE.sub(fix, line) for line, _prose, in_code in _lines(markdown))
+
+
+def _lines(markdown: str) -> list[tuple[str, bool, bool]]:
+    """Each line (with its ending), whether it is prose, whether it is code or a fence."""
+    out = []
+    in_code = False
+    for line in markdown.splitlines(keepends=True):
+        fence_line = line.strip().startswith("```")
+        if fence_line:
+            in_code = not in_code
+        out.append((line, not in_code and not fence_line and _is_prose(line), in_code or fence_line))
+    return out
+
+
+def first_cited(markdown: str, numbers: Iterable[int]) -> list[int]:
+    """Those of ``numbers`` (the evidence) that the report's own text cites (outside
+    code), in order of first citation."""
+    known = set(numbers)
+    body, _ = split_report(markdown)
+    return [n for n in _cited_outside_code(body) if n in known]
+
+
+def _cited_outside_code(markdown: str) -> list[int]:
+    return cited_numbers("".join(line for line, _prose, in_code in _lines(markdown) if not in_code))

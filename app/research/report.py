@@ -2,18 +2,29 @@
 citations, then citation resolution and binding, the batched post-check of
 cited sentences, a Sources list and an "Open questions" section.
 
+:func:`finish_report` is the one place a report's sources are numbered: the
+sources it cites become 1, 2, … in order of first citation (in the text, the
+evidence and the checked citations alike), the Sources list names those only,
+once each, and the evidence it read but did not cite follows them (numbered
+after them, listed nowhere in the text: the window shows it as "Also
+consulted"). It also counts the cited and flagged sentences
+(:attr:`Report.support`). The streamed text and the ``CitationChecked`` events
+use the numbers of the run's evidence table; the ``Finished`` report replaces
+them.
+
 :class:`ReportWriter` writes it from the run's evidence table, through the
 run's model calls, events and account; it knows nothing of modes or search.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.core.events import CitationChecked, ReportDelta, ReportStarted
-from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report
+from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report, SentenceSupport
 from app.llm.base import Message
 from app.research import citations as cit
 from app.research import prompts
@@ -76,7 +87,8 @@ def report_messages(
             "You write a short research report that answers the user's question "
             "using only the numbered documents. Write plain sentences in Markdown paragraphs, no HTML.",
             prompts.DATA_RULE,
-            "After each sentence that uses a document, cite it by its id in square brackets, like [2]. "
+            "Every sentence that states a fact must end with the id of the document it comes from "
+            "in square brackets, like [2], before the full stop; a sentence drawn from two documents cites both. "
             "Cite only ids that appear in the documents. Do not add a sources list. "
             "If the documents do not answer part of the question, say so.",
         ),
@@ -99,16 +111,42 @@ def _drop_question_echo(body: str, question: str) -> str:
     return "\n".join(kept).strip()
 
 
-def _sources_section(evidence: Sequence[Evidence], cited: Sequence[int]) -> str:
-    chosen = [e for e in evidence if e.number in set(cited)] or list(evidence)
-    if not chosen:
-        return "## Sources\n\n(none)"
-    lines = ["## Sources", ""]
-    for e in chosen:
+def _sources_section(cited: Sequence[Evidence]) -> str:
+    """The Sources list: the cited evidence, once each, in its (renumbered) order."""
+    if not cited:
+        return f"{cit.SOURCES_HEADING}\n\nNo source is cited."
+    lines = [cit.SOURCES_HEADING, ""]
+    for e in cited:
         where = e.path + (f", page {e.page}" if e.page is not None else "")
         title = f"{e.title} — " if e.title else ""
-        lines.append(f"[{e.number}] {title}{where} (chunk {e.chunk_id})")
+        lines.append(f"- [{e.number}] {title}{where}")
     return "\n".join(lines)
+
+
+def finish_report(
+    text: str,
+    evidence: Sequence[Evidence],
+    checked: Sequence[Citation],
+    open_questions: Sequence[str],
+) -> tuple[str, tuple[Evidence, ...], tuple[Citation, ...], SentenceSupport]:
+    """The report's final Markdown (``text``, then Sources and Open questions), its
+    evidence and checked citations, all renumbered so the cited sources are 1, 2, …
+    in order of first citation, and its sentence counts (see the module)."""
+    cited = cit.first_cited(text, [e.number for e in evidence])
+    order = cited + [e.number for e in evidence if e.number not in set(cited)]
+    new = {old: i for i, old in enumerate(order, start=1)}
+    text = cit.renumber(text, order)
+    renumbered = tuple(sorted((dataclasses.replace(e, number=new[e.number]) for e in evidence), key=lambda e: e.number))
+    citations = tuple(dataclasses.replace(c, number=new.get(c.number, c.number)) for c in checked)
+    markdown = (
+        text.rstrip()
+        + "\n\n"
+        + _sources_section(renumbered[: len(cited)])
+        + "\n\n"
+        + _open_questions_section(open_questions)
+        + "\n"
+    )
+    return markdown, renumbered, citations, cit.sentence_support(markdown, citations)
 
 
 def _open_questions_section(items: Sequence[str]) -> str:
@@ -230,20 +268,17 @@ class ReportWriter:
             questions.append(self.question)
         questions = _dedup(questions)
 
-        evidence = self.evidence.all()
-        cited = cit.cited_numbers(body)
-        tail = "\n\n" + _sources_section(evidence, cited) + "\n\n" + _open_questions_section(questions) + "\n"
-        self.events.emit(ReportDelta(run_id=run_id, text=tail))
-
+        markdown, evidence, citations, support = finish_report(head + body, self.evidence.all(), checked, questions)
         if not answer and self.options.get("short_answer") and len(self.evidence):
             answer = await self._short_answer(body)
         return Report(
-            markdown=head + body + tail,
+            markdown=markdown,
             evidence=evidence,
-            citations=tuple(checked),
+            citations=citations,
             open_questions=tuple(questions),
             removed_citations=removed,
             answer=answer,
+            support=support,
         )
 
     async def _short_answer(self, body: str) -> str:
@@ -269,14 +304,12 @@ class ReportWriter:
         elif len(self.evidence):
             parts.append("Evidence found before the run stopped:")
             parts.append("\n".join(f"- [{e.number}] {e.quote}" for e in self.evidence.all()))
-        evidence = self.evidence.all()
         questions = _dedup([*open_questions, note])
-        markdown = (
-            "\n\n".join(parts)
-            + "\n\n"
-            + _sources_section(evidence, [e.number for e in evidence])
-            + "\n\n"
-            + _open_questions_section(questions)
-            + "\n"
+        markdown, evidence, _, support = finish_report("\n\n".join(parts), self.evidence.all(), (), questions)
+        return Report(
+            markdown=markdown,
+            evidence=evidence,
+            open_questions=tuple(questions),
+            removed_citations=removed,
+            support=support,
         )
-        return Report(markdown=markdown, evidence=evidence, open_questions=tuple(questions), removed_citations=removed)

@@ -1,6 +1,9 @@
 """Export a report as Markdown, HTML or PDF, and a table as CSV or JSON.
 
-The Markdown export is the report followed by its numbered sources; HTML
+The Markdown export is the report's header ("N of M sentences cited, K
+flagged"), its text, its Sources (the sources it cites, once each, with their
+passage quoted, in the report's numbering) and its Open questions; the
+evidence it read but did not cite ("Also consulted") only when asked for. HTML
 and PDF are that Markdown rendered by ``QTextDocument`` (no network, no
 browser engine).
 
@@ -19,8 +22,16 @@ from pathlib import Path
 
 from PySide6.QtGui import QPageSize, QPdfWriter, QTextDocument
 
-from app.core.models import EntityTable, Evidence
+from app.core.models import EntityTable, Evidence, SentenceSupport
 from app.core.settings import write_atomic
+from app.research.citations import (
+    OPEN_QUESTIONS_HEADING,
+    SOURCES_HEADING,
+    first_cited,
+    sentence_support,
+    split_report,
+    support_headline,
+)
 from app.research.entity_table import write_table
 from app.ui.citations import balance_fences
 from app.ui.safe_document import set_untrusted_markdown, standalone_html
@@ -34,20 +45,44 @@ EXPORT_FILTERS = {
 TABLE_FILTERS = {".csv": "CSV (*.csv)", ".json": "JSON (*.json)"}
 
 
-def report_markdown(question: str, markdown: str, evidence: Iterable[Evidence]) -> str:
-    """The report as one Markdown file: the question, the report, the sources."""
+def _source_entry(e: Evidence) -> str:
+    where = e.path + (f", page {e.page}" if e.page is not None else "")
+    title = neutralize_inline(e.title or Path(e.path).name)
+    quote = neutralize_inline(e.quote)
+    return f"- [{e.number}] **{title}** — {code_span(where)}" + (f"\n\n  > {quote}\n" if quote else "")
+
+
+def report_markdown(
+    question: str,
+    markdown: str,
+    evidence: Iterable[Evidence],
+    *,
+    include_consulted: bool = False,
+    support: SentenceSupport | None = None,
+) -> str:
+    """The report as one Markdown file: the question, the header, the report's text,
+    the sources it cites (in order of first citation), the sources it read but did
+    not cite when ``include_consulted``, and its open questions. ``support`` is the
+    report's own count; without it, it is counted from ``markdown`` the same way."""
+    body, tail = split_report(markdown)
+    by_number = {e.number: e for e in evidence}
+    cited = first_cited(body, by_number)
+    support = support or sentence_support(markdown)
     parts = []
     if question.strip():
         parts.append(f"# {neutralize_inline(question)}\n")
-    parts.append(neutralize_markdown(balance_fences(markdown)).strip() + "\n")
-    sources = sorted(evidence, key=lambda e: e.number)
-    if sources:
-        parts.append("\n## Sources\n")
-        for e in sources:
-            where = e.path + (f", page {e.page}" if e.page is not None else "")
-            title = neutralize_inline(e.title or Path(e.path).name)
-            quote = neutralize_inline(e.quote)
-            parts.append(f"{e.number}. **{title}** — {code_span(where)}" + (f"\n   > {quote}" if quote else "") + "\n")
+    parts.append(f"*{support_headline(support)}*\n")
+    parts.append(neutralize_markdown(balance_fences(body)).strip() + "\n")
+    parts.append(f"\n{SOURCES_HEADING}\n")
+    parts += [_source_entry(by_number[n]) for n in cited] or ["No source is cited.\n"]
+    if include_consulted:
+        consulted = [e for n, e in sorted(by_number.items()) if n not in set(cited)]
+        if consulted:
+            parts.append("\n## Also consulted\n")
+            parts += [_source_entry(e) for e in consulted]
+    at = tail.find(OPEN_QUESTIONS_HEADING)
+    if at >= 0:
+        parts.append("\n" + neutralize_markdown(balance_fences(tail[at:])).strip() + "\n")
     return "\n".join(parts)
 
 
@@ -73,9 +108,18 @@ def write_pdf(markdown: str, path: Path, title: str = "Fathom report") -> Path:
     return path
 
 
-def export_report(path: Path, question: str, markdown: str, evidence: Iterable[Evidence]) -> Path:
-    """Write the report in the format the file's suffix names (.md, .html, .pdf)."""
-    text = report_markdown(question, markdown, evidence)
+def export_report(
+    path: Path,
+    question: str,
+    markdown: str,
+    evidence: Iterable[Evidence],
+    *,
+    include_consulted: bool = False,
+    support: SentenceSupport | None = None,
+) -> Path:
+    """Write the report in the format the file's suffix names (.md, .html, .pdf); the
+    sources it read but did not cite only when ``include_consulted``."""
+    text = report_markdown(question, markdown, evidence, include_consulted=include_consulted, support=support)
     suffix = path.suffix.lower()
     if suffix in (".md", ".markdown"):
         write_atomic(path, text)

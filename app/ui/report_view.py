@@ -7,6 +7,13 @@ links; clicking one emits :attr:`ReportView.citationClicked`. Citations the
 checker found unsupported, or that name no source, are drawn struck out in
 red with a tooltip.
 
+A finished report (:meth:`ReportView.show_finished`) also gets a header, "N of
+M sentences cited, K flagged" (:attr:`Report.support`), a mark after every
+sentence that cites nothing (:data:`UNCITED_MARK`, with a tooltip), and, after
+the report, a collapsed "Also consulted" list of the evidence that was read but
+not cited (a click on its heading opens or closes it; its entries open the
+source like a citation).
+
 The report is untrusted text (a model wrote it, from documents anyone may have
 written): it is neutralised (:mod:`app.ui.safe_markdown`) so raw HTML shows as
 text and URLs show as text, never as links; Qt parses it without HTML; and
@@ -17,19 +24,27 @@ cannot make the window fetch anything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QTimer, QUrl, Signal
 from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
+from app.core.models import Citation, Evidence, SentenceSupport
+from app.research.citations import mark_uncited, support_headline
 from app.ui.citations import balance_fences, citation_number, cited_numbers, linkify_citations
 from app.ui.safe_document import fragments, set_untrusted_markdown
-from app.ui.safe_markdown import neutralize_markdown
+from app.ui.safe_markdown import code_span, neutralize_inline, neutralize_markdown
 from app.ui.theme import unsupported_colour
 from app.ui.tooltips import plain_tooltip
 
 RENDER_INTERVAL_MS = 150
+UNCITED_MARK = "‹no source›"
+UNCITED_TIP = "No citation: this sentence names no source."
+CONSULTED_HREF = "fathom:also-consulted"
+CONSULTED_TITLE = "Also consulted"
 
 
 class ReportView(QTextBrowser):
@@ -48,6 +63,9 @@ class ReportView(QTextBrowser):
         self._dirty = False
         self._unsupported: dict[int, str] = {}
         self._known: set[int] | None = None
+        self._support: SentenceSupport | None = None
+        self._consulted: tuple[Evidence, ...] = ()
+        self.consulted_open = False
         self.render_count = 0
         self._timer = QTimer(self)
         self._timer.setInterval(RENDER_INTERVAL_MS)
@@ -61,6 +79,9 @@ class ReportView(QTextBrowser):
         self._markdown = ""
         self._unsupported.clear()
         self._known = None
+        self._support = None
+        self._consulted = ()
+        self.consulted_open = False
         self._dirty = False
         self._timer.stop()
         self.clear()
@@ -75,6 +96,42 @@ class ReportView(QTextBrowser):
     def set_markdown_text(self, markdown: str) -> None:
         """Replace the whole report and render now (finished runs, replays)."""
         self._markdown = markdown
+        self._dirty = True
+        self._flush()
+
+    def show_finished(
+        self,
+        markdown: str,
+        *,
+        known: set[int],
+        citations: Sequence[Citation],
+        support: SentenceSupport,
+        consulted: Sequence[Evidence] = (),
+    ) -> None:
+        """Show a finished report: its text, which numbers exist, its checked
+        citations (earlier marks are dropped: the final text is numbered anew), its
+        header and the evidence it read but did not cite; renders once, now."""
+        self._markdown = markdown
+        self._known = set(known)
+        self._unsupported.clear()
+        for c in citations:
+            if c.supported is False:
+                self._unsupported[c.number] = c.note or "The checker found no support for this claim in the source."
+        self._support = support
+        self._consulted = tuple(consulted)
+        self._dirty = True
+        self._flush()
+
+    def header_text(self) -> str:
+        """The finished report's header ("" while it is written)."""
+        return support_headline(self._support) if self._support is not None else ""
+
+    def consulted(self) -> tuple[Evidence, ...]:
+        return self._consulted
+
+    def toggle_consulted(self) -> None:
+        """Open or close the "Also consulted" list."""
+        self.consulted_open = not self.consulted_open
         self._dirty = True
         self._flush()
 
@@ -117,9 +174,18 @@ class ReportView(QTextBrowser):
         bar = self.verticalScrollBar()
         at_bottom = bar.value() >= bar.maximum() - 4
         keep = bar.value()
-        safe = linkify_citations(neutralize_markdown(balance_fences(self._markdown)))
-        set_untrusted_markdown(self.document(), safe, keep_link=_is_citation)
+        text = balance_fences(self._markdown)
+        if self._support is not None:
+            text = mark_uncited(text, UNCITED_MARK)
+        safe = neutralize_markdown(text)
+        if self._support is not None:
+            safe = f"*{support_headline(self._support)}*\n\n{safe}"
+        if self._consulted:
+            safe = safe.rstrip("\n") + "\n\n" + self._consulted_markdown()
+        set_untrusted_markdown(self.document(), linkify_citations(safe), keep_link=_is_kept)
         self._format_citations()
+        if self._support is not None:
+            self._format_uncited()
         self.render_count += 1
         bar.setValue(bar.maximum() if at_bottom else keep)
 
@@ -144,8 +210,39 @@ class ReportView(QTextBrowser):
             cursor.mergeCharFormat(extra)
         cursor.endEditBlock()
 
+    def _consulted_markdown(self) -> str:
+        """The "Also consulted" heading (a link that opens or closes it) and, open, its list."""
+        arrow = "▾" if self.consulted_open else "▸"
+        lines = [f"[{arrow} {CONSULTED_TITLE} ({len(self._consulted)})]({CONSULTED_HREF})", ""]
+        if self.consulted_open:
+            for e in self._consulted:
+                where = e.path + (f", page {e.page}" if e.page is not None else "")
+                title = neutralize_inline(e.title or Path(e.path).name)
+                lines.append(f"- [{e.number}] {title} — {code_span(where)}")
+        return "\n".join(lines) + "\n"
+
+    def _format_uncited(self) -> None:
+        doc = self.document()
+        fmt = QTextCharFormat()
+        fmt.setForeground(unsupported_colour())
+        fmt.setToolTip(UNCITED_TIP)
+        cursor = doc.find(UNCITED_MARK)
+        edit = QTextCursor(doc)
+        edit.beginEditBlock()
+        while not cursor.isNull():
+            cursor.mergeCharFormat(fmt)
+            cursor = doc.find(UNCITED_MARK, cursor)
+        edit.endEditBlock()
+
+    def uncited_marks(self) -> int:
+        """How many sentences are marked as citing nothing (tests)."""
+        return self.document().toPlainText().count(UNCITED_MARK)
+
     # -- links and resources ----------------------------------------------
     def _on_anchor(self, url: QUrl) -> None:
+        if url.toString() == CONSULTED_HREF:
+            self.toggle_consulted()
+            return
         number = citation_number(url.toString())
         if number is not None:
             self.citationClicked.emit(number)
@@ -174,5 +271,5 @@ class ReportView(QTextBrowser):
         return found
 
 
-def _is_citation(href: str) -> bool:
-    return citation_number(href) is not None
+def _is_kept(href: str) -> bool:
+    return href == CONSULTED_HREF or citation_number(href) is not None

@@ -26,6 +26,7 @@ from app.core.events import (
     UsageUpdated,
 )
 from app.core.models import EntityTable, Evidence, Report
+from app.research.citations import first_cited, sentence_support
 from app.research.tree import TreeBuilder
 from app.ui.report_view import ReportView
 from app.ui.table_view import EntityTableView
@@ -133,14 +134,21 @@ class RunPresenter(QObject):
         self.elapsed_s = event.elapsed_s
         self.tokens = event.usage.total_tokens or self.tokens
         self.calls = event.usage.calls or self.calls
-        self.report = event.report
-        for evidence in event.report.evidence:
-            self.evidence[evidence.number] = evidence
-        if event.report.markdown.strip() or not self.report_view.markdown_text().strip():
-            self.report_view.set_markdown_text(event.report.markdown)
-        self.report_view.set_known_citations(set(self.evidence))
-        for citation in event.report.citations:
-            self.report_view.mark_citation(citation.number, citation.supported, citation.note)
+        report = self.report = event.report
+        if report.evidence:  # the report's numbering (cited sources first) replaces the run's
+            self.evidence = {e.number: e for e in report.evidence}
+        view = self.report_view
+        markdown = report.markdown
+        if not markdown.strip() and view.markdown_text().strip():
+            markdown = view.markdown_text()
+        cited = set(first_cited(markdown, self.evidence))
+        view.show_finished(
+            markdown,
+            known=set(self.evidence),
+            citations=report.citations,
+            support=report.support or sentence_support(markdown, report.citations),
+            consulted=[e for n, e in sorted(self.evidence.items()) if n not in cited],
+        )
         if event.report.table is not None:
             self._show_table(event.report.table)
         self.flush()

@@ -4,22 +4,25 @@ Shows the document path and page and offers "Open original". A document is
 handed to the system's default application; a script, a program or anything
 else that could run is shown in the file manager instead (the decision is
 :func:`app.core.opening.decide_open`, the button says which it will do).
-Chunk text is escaped: it is shown as text, never as HTML, and the viewer
-loads no resource. Looking at the file (its mode and first bytes) is file
-I/O: :func:`open_decision` does it off the loop, before the viewer is filled
-and again when the button is pressed.
+Chunk text is shown as written: it is put into the viewer as plain text
+(never parsed as HTML or Markdown, so ``<b>`` and ``>`` read as they are), the
+HTML escapes a converter may have left in it (``&gt;``, ``&lt;``, ``&amp;``) are
+shown as the characters they stand for, and the viewer loads no resource.
+Looking at the file (its mode and first bytes) is file I/O: :func:`open_decision`
+does it off the loop, before the viewer is filled and again when the button is
+pressed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QFont, QPalette, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -76,7 +79,10 @@ class SourceViewer(QDialog):
         self.chunk: Chunk | None = None
         self.context: list[Chunk] = []
         self.header = QLabel()
-        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setTextFormat(Qt.TextFormat.PlainText)
+        bold = QFont(self.header.font())
+        bold.setBold(True)
+        self.header.setFont(bold)
         self.header.setWordWrap(True)
         self.header.setTextInteractionFlags(self.header.textInteractionFlags() | _selectable())
         self.location = QLabel()
@@ -105,7 +111,7 @@ class SourceViewer(QDialog):
         self.evidence, self.chunk, self.context = evidence, chunk, context
         title = evidence.title or (chunk.title if chunk else "") or Path(evidence.path).name
         self.setWindowTitle(f"Source [{evidence.number}] — {title}")
-        self.header.setText(f"<b>[{evidence.number}] {html.escape(title)}</b>")
+        self.header.setText(f"[{evidence.number}] {as_written(title)}")
         page = chunk.page if chunk and chunk.page is not None else evidence.page
         where = [evidence.path]
         if page is not None:
@@ -114,34 +120,57 @@ class SourceViewer(QDialog):
             where.append(chunk.heading_path)
         if evidence.collection:
             where.append(f"collection {evidence.collection}")
-        self.location.setText(" · ".join(where))
+        self.location.setText(as_written(" · ".join(where)))
         self._show_decision(decision)
-        self.text.setHtml(self._context_html(evidence, chunk, context))
-        self.text.scrollToAnchor("cited")
+        self._fill_text(evidence, chunk, context)
 
     def highlighted_text(self) -> str:
         """The plain text of the highlighted (cited) passage."""
         return self.chunk.text if self.chunk else (self.evidence.quote if self.evidence else "")
 
-    def _context_html(self, evidence: Evidence, chunk: Chunk | None, context: list[Chunk]) -> str:
-        highlight = self.palette().color(QPalette.ColorRole.Highlight)
-        background = f"rgba({highlight.red()},{highlight.green()},{highlight.blue()},0.28)"
-        parts: list[str] = []
+    def _fill_text(self, evidence: Evidence, chunk: Chunk | None, context: list[Chunk]) -> None:
+        """The chunks as plain text, the cited one on a highlighted background, scrolled to."""
+        highlight = QColor(self.palette().color(QPalette.ColorRole.Highlight))
+        highlight.setAlpha(70)
         target_id = chunk.chunk_id if chunk else evidence.chunk_id
         shown = context or ([chunk] if chunk else [])
-        if not shown:
-            shown_text = evidence.quote or "(the source text is no longer in the library)"
-            return f'<a name="cited"></a><p style="background:{background}; padding:6px">{_paragraphs(shown_text)}</p>'
-        for item in shown:
-            body = _paragraphs(item.text)
-            if item.chunk_id == target_id:
-                parts.append(
-                    f'<a name="cited"></a><table width="100%" cellpadding="6" style="background:{background}">'
-                    f"<tr><td>{body}</td></tr></table>"
-                )
-            else:
-                parts.append(f"<p>{body}</p>")
-        return "\n".join(parts)
+        pieces = [(c.text, c.chunk_id == target_id) for c in shown] or [
+            (evidence.quote or "(the source text is no longer in the library)", True)
+        ]
+        self.text.clear()
+        cursor = QTextCursor(self.text.document())
+        cursor.beginEditBlock()
+        cited_at = 0
+        for i, (text, cited) in enumerate(pieces):
+            if i:
+                cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            block = QTextBlockFormat()
+            block.setTopMargin(6)
+            block.setBottomMargin(6)
+            if cited:
+                block.setBackground(highlight)
+                cited_at = cursor.position()
+            cursor.setBlockFormat(block)
+            lines = as_written(text).splitlines() or [""]
+            for j, line in enumerate(lines):
+                if j:
+                    cursor.insertBlock(block, QTextCharFormat())
+                cursor.insertText(line, QTextCharFormat())
+        cursor.endEditBlock()
+        at = QTextCursor(self.text.document())
+        at.setPosition(cited_at)
+        self.text.setTextCursor(at)
+        self.text.ensureCursorVisible()
+
+    def cited_block_text(self) -> str:
+        """The highlighted passage as the viewer shows it (tests)."""
+        lines = []
+        block = self.text.document().begin()
+        while block.isValid():
+            if block.blockFormat().hasProperty(QTextBlockFormat.Property.BackgroundBrush):
+                lines.append(block.text())
+            block = block.next()
+        return "\n".join(lines)
 
     def _show_decision(self, decision: OpenDecision | None) -> None:
         self.decision = decision
@@ -172,8 +201,14 @@ class SourceViewer(QDialog):
         self.originalHandled.emit(decision.action, path, done)
 
 
-def _paragraphs(text: str) -> str:
-    return "<br>".join(html.escape(line) for line in text.splitlines())
+_ESCAPE = re.compile(r"&(?:amp|lt|gt|quot|#39|#x27);")
+_ESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'", "&#x27;": "'"}
+
+
+def as_written(text: str) -> str:
+    """``text`` with the HTML escapes a converter leaves (``&gt;`` for ``>``) shown as
+    the characters they stand for; nothing else changes."""
+    return _ESCAPE.sub(lambda m: _ESCAPED[m.group(0)], text)
 
 
 def _selectable() -> Any:

@@ -10,6 +10,8 @@ the questions through each mode with the same model and prints, per mode:
   other modes get one short-answer call after the report, ``short_answer``);
 * recall of the gold supporting paragraphs among the chunks the run retrieved
   (every ``SearchFinished`` hit) and among the chunks its report cites;
+* cited-sentence share: of all the report sentences of a mode's runs, the share
+  that cite a source (``app.research.citations.sentence_support``);
 * model calls, prompt + completion tokens and wall time per question (medians
   and means);
 * runs that finished inside their budget, stop reasons, and crashes (a
@@ -156,6 +158,9 @@ class Record:
     stop_reason: str = ""
     error: str = ""
     tokens_by_task: dict[str, int] = field(default_factory=dict)
+    sentences: int = 0  # the report's prose sentences
+    cited_sentences: int = 0  # of them, those citing a source
+    flagged_sentences: int = 0  # of them, those whose citation the check found unsupported
 
     @property
     def recall_retrieved(self) -> float:
@@ -189,6 +194,7 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
     from deepsearcher_faithful import run_faithful
 
     from app.core.events import Failed, Finished, SearchFinished
+    from app.research.citations import sentence_support
 
     answers = [question["answer"], *question.get("answer_aliases", [])]
     record = Record(mode=mode, qid=question["id"], question=question["question"], answers=answers, gold=gold)
@@ -211,6 +217,10 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
                 record.stop_reason = event.stop_reason
                 record.prediction = event.report.answer
                 record.cited = cited_paragraphs(event.report)
+                support = event.report.support or sentence_support(event.report.markdown, event.report.citations)
+                record.sentences = support.sentences
+                record.cited_sentences = support.cited
+                record.flagged_sentences = support.flagged
                 record.calls = event.usage.calls
                 record.prompt_tokens = event.usage.prompt_tokens
                 record.completion_tokens = event.usage.completion_tokens
@@ -249,14 +259,20 @@ def _median(values: Iterable[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def cited_share(records: Sequence[Record]) -> float:
+    """Cited sentences over all report sentences of ``records`` (pooled)."""
+    total = sum(r.sentences for r in records)
+    return sum(r.cited_sentences for r in records) / total if total else 0.0
+
+
 def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
     by_mode: dict[str, list[Record]] = collections.defaultdict(list)
     for r in records:
         by_mode[r.mode].append(r)
     lines = [
-        "| mode | n | EM | F1 | recall retrieved | recall cited | calls/q | prompt tok/q | completion tok/q "
-        "| tokens/q (median) | wall s/q (median) | in budget | crashes | stop reasons |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | n | EM | F1 | recall retrieved | recall cited | cited-sentence share | calls/q | prompt tok/q "
+        "| completion tok/q | tokens/q (median) | wall s/q (median) | in budget | crashes | stop reasons |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
         rs = by_mode[mode]
@@ -264,6 +280,7 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
         lines.append(
             f"| {mode} | {len(rs)} | {_mean(r.em for r in rs):.2f} | {_mean(r.f1 for r in rs):.2f} "
             f"| {_mean(r.recall_retrieved for r in rs):.2f} | {_mean(r.recall_cited for r in rs):.2f} "
+            f"| {cited_share(rs):.2f} ({sum(r.cited_sentences for r in rs)}/{sum(r.sentences for r in rs)}) "
             f"| {_mean(r.calls for r in rs):.1f} | {_mean(r.prompt_tokens for r in rs):.0f} "
             f"| {_mean(r.completion_tokens for r in rs):.0f} | {_median(r.tokens for r in rs):.0f} "
             f"| {_median(r.wall_s for r in rs):.1f} | {sum(r.within_budget for r in rs)}/{len(rs)} "

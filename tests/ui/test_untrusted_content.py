@@ -324,7 +324,9 @@ LINKS_ONLY = "See [click](http://evil.example/update), <http://evil.example/auto
 def test_the_pdf_export_has_no_link(qtbot: Any, tmp_path: Path, tracker: int, report: str) -> None:
     markdown = HOSTILE.format(port=tracker) if report == "hostile" else LINKS_ONLY
     question = QUESTION if report == "hostile" else "What is Milvus?"
-    path = export_report(tmp_path / "report.pdf", question, markdown, _evidence(tmp_path, tracker))
+    # every source listed, the hostile one too, even where the report does not cite it
+    evidence = _evidence(tmp_path, tracker)
+    path = export_report(tmp_path / "report.pdf", question, markdown, evidence, include_consulted=True)
     assert _pdf_links(path) == []
     text = " ".join(page.extract_text() for page in PdfReader(str(path)).pages)
     assert "evil.example/update" in text and "alert" in text
@@ -416,7 +418,8 @@ def test_the_source_viewer_shows_chunk_text_as_text_and_loads_nothing(
     assert "<script>alert(3)</script>" in text and '<a href="javascript:alert(3)">run</a>' in text
     assert viewer.location.textFormat() == Qt.TextFormat.PlainText
     assert "<i>Head</i>" in viewer.location.text() and "<u>docs</u>" in viewer.location.text()
-    assert "&lt;b&gt;Evil&lt;/b&gt;" in viewer.header.text()
+    assert viewer.header.textFormat() == Qt.TextFormat.PlainText
+    assert viewer.header.text() == "[2] <b>Evil</b>"  # as written, shown as text
 
 
 @pytest.mark.parametrize(
