@@ -31,6 +31,7 @@ from stall_monitor import LoopGuard, waiting
 BLOCKED_MS = 50.0
 BUSY_MS = 250.0
 LOOP_GAP_MS = 3000.0
+TEARDOWN_BLOCKED_MS = 500.0
 
 _LOOP_ERRORS: list[str] = []
 
@@ -100,7 +101,10 @@ def loop_guard(
 
     The test fails when its body held the loop (checked as it ends, by
     ``pytest_runtest_call``); a block during the fixtures' teardown (closing the
-    window) is an error at teardown. ``tests/ui/test_loop_guard.py`` proves the
+    window) is an error at teardown, with a looser per-dispatch bound there
+    (``TEARDOWN_BLOCKED_MS``, 500 ms): closing took 1 ms on a quiet machine but was
+    once "blocked" 57 ms at load 12 (waiting for the GIL counts as blocked), and no
+    user waits on a window that is going away. ``tests/ui/test_loop_guard.py`` proves the
     checks fail when they should.
     """
     guard = LoopGuard(BLOCKED_MS, BUSY_MS, LOOP_GAP_MS)
@@ -133,4 +137,5 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
             guard.check()
         finally:
             guard.forgive()  # reported once: the teardown checks only what comes after
+            guard.slots.blocked_ms = max(guard.slots.blocked_ms, TEARDOWN_BLOCKED_MS)
     return result
