@@ -58,6 +58,9 @@ def _cached_grammar(schema_json: str) -> str:
     return schema_grammar(json.loads(schema_json))
 
 
+SAMPLING_SEED = 42  # every call samples from the same seed: the same prompt, the same reply
+
+
 class LlamaCppModel:
     """A GGUF model run in-process by llama.cpp."""
 
@@ -148,6 +151,10 @@ class LlamaCppModel:
                 llm = self._load()
                 grammar = LlamaGrammar.from_string(grammar_text, verbose=False) if grammar_text else None
                 started = time.perf_counter()
+                # A reply depends on its prompt alone (and on nothing that ran before): the
+                # sampler is seeded afresh for every call, and the previous call's cache is not
+                # reused for a shared prefix (evaluated in other batches, its numbers differ).
+                llm.reset()
                 try:
                     chunks = llm.create_chat_completion(
                         messages=[dict(m) for m in messages],  # type: ignore[misc]
@@ -155,6 +162,7 @@ class LlamaCppModel:
                         max_tokens=max_tokens,
                         grammar=grammar,
                         stream=True,
+                        seed=SAMPLING_SEED,
                     )
                     finish = "stop"
                     generated: list[str] = []

@@ -59,12 +59,18 @@ def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.Te
 
 
 def _configure(win: MainWindow, mode: str, rounds: int, queries: int) -> None:
+    """Every field a run reads, so that no test depends on what an earlier one left in the
+    panel (reopening a run from History restores its budget and collections)."""
     panel = win.research_panel
+    defaults = Settings().research
     panel.question.setPlainText(QUESTION)
     panel.mode.setCurrentIndex(panel.mode.findData(mode))
+    panel.set_scope([])
     panel.rounds.setValue(rounds)
     panel.subqueries.setValue(queries)
     panel.top_k.setValue(3)
+    panel.max_tokens.setValue(defaults.max_tokens)
+    panel.max_minutes.setValue(max(1, round(defaults.max_seconds / 60)))
 
 
 def _run_to_the_end(qtbot: Any, window: MainWindow) -> Finished:
