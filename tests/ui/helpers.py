@@ -101,3 +101,16 @@ class EngineServices(Services):
 
     async def engine(self) -> ResearchEngine:
         return self._given
+
+
+def run_to_the_end(qtbot: Any, window: Any, timeout_ms: int = 600_000) -> Any:
+    """Press Run and wait until the run has finished and is listed in the history; its Finished."""
+    from app.core.events import Finished
+
+    with qtbot.waitSignal(window.presenter.finished, timeout=timeout_ms) as done:
+        window.research_panel.run_button.click()
+    final = done.args[0]
+    assert isinstance(final, Finished), final
+    qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
+    qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
+    return final

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EngineServices, await_in_test, drive, drop_paths
+from helpers import EngineServices, await_in_test, drive, drop_paths, run_to_the_end
 from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtWidgets import QWidget
 
-from app.core.events import FileDone, Finished, IngestEvent, IngestFinished, IngestStarted
+from app.core.events import FileDone, IngestEvent, IngestFinished, IngestStarted
 from app.core.models import Budget, Collection, Document, DocumentStatus
 from app.core.paths import app_paths
 from app.research.engine import ResearchEngine
@@ -90,16 +90,6 @@ def make_window(qapp: Any, qloop: Any, aloop: Any) -> Iterator[Callable[..., Mai
         window.deleteLater()
 
 
-def run_to_the_end(qtbot: Any, window: MainWindow) -> Finished:
-    with qtbot.waitSignal(window.presenter.finished, timeout=30_000) as done:
-        window.research_panel.run_button.click()
-    final = done.args[0]
-    assert isinstance(final, Finished), final
-    qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
-    qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
-    return final
-
-
 # -- an empty library -----------------------------------------------------------------------------------------
 
 
@@ -139,7 +129,7 @@ def test_a_collection_with_documents_in_scope_runs(qtbot: Any, make_window: Call
     qtbot.waitUntil(lambda: window.research_panel.collection_names() == ["empty", "full"], timeout=5_000)
     window.research_panel.mode.setCurrentIndex(window.research_panel.mode.findData("quick"))
     window.research_panel.question.setPlainText(QUESTION)
-    run_to_the_end(qtbot, window)  # all collections: one of them has documents
+    run_to_the_end(qtbot, window, timeout_ms=30_000)  # all collections: one of them has documents
     assert not window.banner.isVisible()
 
 
@@ -356,7 +346,7 @@ def test_reopening_a_run_restores_its_mode_collections_and_budget_and_a_new_run_
     panel.max_minutes.setValue(7)
     panel.top_k.setValue(4)
     asked: Budget = panel.budget()
-    final = run_to_the_end(qtbot, window)
+    final = run_to_the_end(qtbot, window, timeout_ms=30_000)
 
     # the panel moves on to another question
     panel.question.setPlainText("Something else")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import await_in_test, drive, make_docs_folder
+from helpers import await_in_test, drive, make_docs_folder, run_to_the_end
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QTextCursor
 
@@ -71,17 +71,6 @@ def _configure(win: MainWindow, mode: str, rounds: int, queries: int) -> None:
     panel.top_k.setValue(3)
     panel.max_tokens.setValue(defaults.max_tokens)
     panel.max_minutes.setValue(max(1, round(defaults.max_seconds / 60)))
-
-
-def _run_to_the_end(qtbot: Any, window: MainWindow) -> Finished:
-    """Press Run and wait until the run has finished and is listed in the history."""
-    with qtbot.waitSignal(window.presenter.finished, timeout=600_000) as done:
-        window.research_panel.run_button.click()
-    final = done.args[0]
-    assert isinstance(final, Finished), final
-    qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
-    qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
-    return final
 
 
 def _expected_insert_order(events: list[Any]) -> list[str]:
@@ -205,7 +194,7 @@ def test_reopening_a_run_replays_its_tree_and_report_and_exports_it(
     qtbot: Any, aloop: Any, window: MainWindow, tmp_path: Path
 ) -> None:
     _configure(window, "quick", rounds=1, queries=1)
-    final = _run_to_the_end(qtbot, window)
+    final = run_to_the_end(qtbot, window)
     run_id = final.run_id
     shape, markdown = window.tree_model.shape(), window.report.markdown_text()
     unsupported = window.report.unsupported_citations()
