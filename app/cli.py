@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "ask": "research a question and print a cited report",
     "history": "list past research runs",
     "show": "print one past research run",
+    "export": "write a past research run as Markdown, HTML, PDF, or its table as CSV/JSON",
 }
 
 

@@ -1,4 +1,5 @@
-"""``fathom show RUN_ID``: print one past research run (its report, or why it failed).
+"""``fathom show RUN_ID``: print one past research run (its report under its header
+"N of M sentences cited, K flagged", or why it failed).
 
 Events of the run that cannot be read (damaged, or written by another
 version) are skipped, and the output says how many.
@@ -23,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from app.core.events import event_to_dict
     from app.core.paths import app_paths
     from app.research.budget import describe_stop
+    from app.research.citations import sentence_support, support_headline
     from app.store.research_runs import RunStore
 
     store = RunStore.open(app_paths())
@@ -32,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"No research run '{args.run_id}'. List runs with `fathom history`.", file=sys.stderr)
             return 1
         stored = store.read_events(summary.run_id)
+        report = store.load_report(summary.run_id)
         if args.json:
             out = dataclasses.asdict(summary)
             out["evidence"] = [to_jsonable(e) for e in store.load_evidence(summary.run_id)]
@@ -56,5 +59,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if summary.stop_reason and summary.stop_reason != "completed":
         print(f"*{describe_stop(summary.stop_reason)}*\n")
-    print(summary.report_markdown or "(no report was written)")
+    if not summary.report_markdown:
+        print("(no report was written)")
+        return 0
+    # the report's own count of cited and flagged sentences, or one made the same way
+    support = report.support if report is not None else None
+    citations = report.citations if report is not None else ()
+    print(f"*{support_headline(support or sentence_support(summary.report_markdown, citations))}*\n")
+    print(summary.report_markdown)
     return 0

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from app.ui.md_fences import Fence, classify, closes, fence_opener
+from app.export.md_fences import balance_fences as balance_fences  # re-exported for the window
+from app.export.md_fences import classify
 
 CITE_SCHEME = "cite"
 _CITE = re.compile(r"(?<!\\)\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\(|:)")
@@ -41,30 +42,6 @@ def _linkify_prose(text: str) -> str:
         out.append(text[start:end])
         pos = end
     out.append(_CITE.sub(repl, text[pos:]))
-    return "".join(out)
-
-
-# Sections the engine appends after the model's text; a code block the model left
-# open must not swallow them.
-_ENGINE_SECTIONS = ("## Sources", "## Open questions")
-
-
-def balance_fences(markdown: str) -> str:
-    """Close a code block the model left open before the engine's own sections,
-    and at the end, so the rest of the report renders as text."""
-    out: list[str] = []
-    fence: Fence | None = None
-    for line in markdown.splitlines(keepends=True):
-        if fence is None:
-            fence = fence_opener(line)
-        elif closes(line, fence):
-            fence = None
-        elif line.strip() in _ENGINE_SECTIONS:
-            out.append(fence.closer + "\n\n")
-            fence = None
-        out.append(line)
-    if fence is not None:
-        out.append(("" if not out or out[-1].endswith("\n") else "\n") + fence.closer + "\n")
     return "".join(out)
 
 

@@ -1,41 +1,27 @@
-"""Export a report as Markdown, HTML or PDF, and a table as CSV or JSON.
+"""The window's side of export: Qt's PDF renderer, the file dialog's filters, and
+the functions the window calls (the exporter itself is :mod:`app.export`, no Qt).
 
-The Markdown export is the report's header ("N of M sentences cited, K
-flagged"), its text, its Sources (the sources it cites, once each, with their
-passage quoted, in the report's numbering) and its Open questions; the
-evidence it read but did not cite ("Also consulted") only when asked for. HTML
-and PDF are that Markdown rendered by ``QTextDocument`` (no network, no
-browser engine).
-
-Everything a model or a document wrote is made inert first
-(:func:`app.ui.safe_markdown.neutralize_markdown`): raw HTML is text, URLs are
-text in code spans, there is no link and no image, so the Markdown file is
-safe in any Markdown viewer. HTML and PDF are rendered without HTML and
-without links (:mod:`app.ui.safe_document`), and the HTML file carries a
-Content-Security-Policy that forbids scripts and every resource.
+The PDF is the export's HTML page (the same one the HTML export writes)
+typeset by ``QTextDocument`` and ``QPdfWriter``: no network, no browser
+engine, Qt's font fallback for any script. The page holds no link and no
+image, so the PDF holds none either. ``fathom export`` uses the same renderer
+through :func:`headless_pdf_renderer`, with no display.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from PySide6.QtGui import QPageSize, QPdfWriter, QTextDocument
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtGui import QGuiApplication, QPageSize, QPdfWriter, QTextDocument
 
 from app.core.models import EntityTable, Evidence, SentenceSupport
-from app.core.settings import write_atomic
-from app.research.citations import (
-    OPEN_QUESTIONS_HEADING,
-    SOURCES_HEADING,
-    first_cited,
-    sentence_support,
-    split_report,
-    support_headline,
-)
-from app.research.entity_table import write_table
-from app.ui.citations import balance_fences
-from app.ui.safe_document import set_untrusted_markdown, standalone_html
-from app.ui.safe_markdown import code_span, neutralize_inline, neutralize_markdown
+from app.export.content import ReportContent
+from app.export.exporter import PdfRenderer, export
+from app.export.markdown import report_markdown as _report_markdown
 
 EXPORT_FILTERS = {
     ".md": "Markdown (*.md)",
@@ -44,12 +30,36 @@ EXPORT_FILTERS = {
 }
 TABLE_FILTERS = {".csv": "CSV (*.csv)", ".json": "JSON (*.json)"}
 
+_headless_app: QGuiApplication | None = None
 
-def _source_entry(e: Evidence) -> str:
-    where = e.path + (f", page {e.page}" if e.page is not None else "")
-    title = neutralize_inline(e.title or Path(e.path).name)
-    quote = neutralize_inline(e.quote)
-    return f"- [{e.number}] **{title}** — {code_span(where)}" + (f"\n\n  > {quote}\n" if quote else "")
+
+def render_pdf(page_html: str, title: str) -> bytes:
+    """The PDF of ``page_html`` (the export's HTML page), A4, titled ``title``."""
+    doc = QTextDocument()
+    doc.setHtml(page_html)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buffer)
+    writer.setTitle(title)
+    writer.setCreator("Fathom")
+    writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
+    writer.setResolution(150)
+    doc.print_(writer)  # ends its painter, which finishes the file
+    del writer
+    buffer.close()
+    return bytes(data.data())
+
+
+def headless_pdf_renderer() -> PdfRenderer:
+    """:func:`render_pdf` for a process with no window (``fathom export``): Qt's offscreen
+    platform when there is no display, and a QGuiApplication when there is none yet."""
+    global _headless_app
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if QGuiApplication.instance() is None:
+        _headless_app = QGuiApplication(["fathom"])
+    return render_pdf
 
 
 def report_markdown(
@@ -60,52 +70,9 @@ def report_markdown(
     include_consulted: bool = False,
     support: SentenceSupport | None = None,
 ) -> str:
-    """The report as one Markdown file: the question, the header, the report's text,
-    the sources it cites (in order of first citation), the sources it read but did
-    not cite when ``include_consulted``, and its open questions. ``support`` is the
-    report's own count; without it, it is counted from ``markdown`` the same way."""
-    body, tail = split_report(markdown)
-    by_number = {e.number: e for e in evidence}
-    cited = first_cited(body, by_number)
-    support = support or sentence_support(markdown)
-    parts = []
-    if question.strip():
-        parts.append(f"# {neutralize_inline(question)}\n")
-    parts.append(f"*{support_headline(support)}*\n")
-    parts.append(neutralize_markdown(balance_fences(body)).strip() + "\n")
-    parts.append(f"\n{SOURCES_HEADING}\n")
-    parts += [_source_entry(by_number[n]) for n in cited] or ["No source is cited.\n"]
-    if include_consulted:
-        consulted = [e for n, e in sorted(by_number.items()) if n not in set(cited)]
-        if consulted:
-            parts.append("\n## Also consulted\n")
-            parts += [_source_entry(e) for e in consulted]
-    at = tail.find(OPEN_QUESTIONS_HEADING)
-    if at >= 0:
-        parts.append("\n" + neutralize_markdown(balance_fences(tail[at:])).strip() + "\n")
-    return "\n".join(parts)
-
-
-def markdown_document(markdown: str) -> QTextDocument:
-    """A document of the (already neutralised) export Markdown: no HTML, no link, no image."""
-    doc = QTextDocument()
-    set_untrusted_markdown(doc, markdown)
-    return doc
-
-
-def report_html(markdown: str, title: str = "Fathom report") -> str:
-    return standalone_html(markdown_document(markdown).toHtml(), title)
-
-
-def write_pdf(markdown: str, path: Path, title: str = "Fathom report") -> Path:
-    doc = markdown_document(markdown)
-    writer = QPdfWriter(str(path))
-    writer.setTitle(title)
-    writer.setCreator("Fathom")
-    writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
-    writer.setResolution(150)
-    doc.print_(writer)
-    return path
+    """The export Markdown of a report as the window shows it."""
+    content = ReportContent(question, markdown, tuple(evidence), support=support)
+    return _report_markdown(content, include_consulted=include_consulted)
 
 
 def export_report(
@@ -119,20 +86,10 @@ def export_report(
 ) -> Path:
     """Write the report in the format the file's suffix names (.md, .html, .pdf); the
     sources it read but did not cite only when ``include_consulted``."""
-    text = report_markdown(question, markdown, evidence, include_consulted=include_consulted, support=support)
-    suffix = path.suffix.lower()
-    if suffix in (".md", ".markdown"):
-        write_atomic(path, text)
-    elif suffix in (".html", ".htm"):
-        write_atomic(path, report_html(text, question or "Fathom report"))
-    elif suffix == ".pdf":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_pdf(text, path, question or "Fathom report")
-    else:
-        raise ValueError(f"Cannot export a report as “{suffix or 'no suffix'}”: use .md, .html or .pdf.")
-    return path
+    content = ReportContent(question, markdown, tuple(evidence), support=support)
+    return export(content, path, include_consulted=include_consulted, pdf=render_pdf)
 
 
 def export_table(path: Path, table: EntityTable) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_table(table, path)
+    """Write the table as .csv or .json (by the suffix)."""
+    return export(ReportContent("", "", table=table), path, pdf=render_pdf)

@@ -180,13 +180,14 @@ class MainWindow(QMainWindow):
 
         self.add_folder_action = action("Add folder…", self.library_panel.choose_folder, "Ctrl+O")
         self.export_action = action("Export report…", self.choose_export, "Ctrl+Shift+E")
+        self.export_all_action = action("Export report with sources consulted but not cited…", self.choose_export_all)
         self.settings_action = action("Settings…", self.open_settings, "Ctrl+,")
         self.quit_action = action("Quit", self.close, "Ctrl+Q")
         self.run_action = action("Run", self.run_research, "Ctrl+Return", "Ctrl+Enter")
         self.stop_action = action("Stop", self.stop_research, "Esc")
         self.find_action = action("Find in report", self.find_bar.open_bar, "Ctrl+F")
         menu = self.menuBar().addMenu("&File")
-        for act in (self.add_folder_action, self.export_action, self.settings_action):
+        for act in (self.add_folder_action, self.export_action, self.export_all_action, self.settings_action):
             menu.addAction(act)
         menu.addSeparator()
         menu.addAction(self.quit_action)
@@ -333,7 +334,7 @@ class MainWindow(QMainWindow):
         await self.runs.delete_run(run_id)
 
     # -- export -----------------------------------------------------------
-    def choose_export(self) -> None:
+    def choose_export(self, include_consulted: bool = False) -> None:
         p = self.presenter
         if not p.report_view.markdown_text().strip() and p.table is None:
             self.statusBar().showMessage("There is no report to export: run a question or open one from History.", 6000)
@@ -347,15 +348,19 @@ class MainWindow(QMainWindow):
         if not target.suffix:
             suffix = next((s for s, f in {**EXPORT_FILTERS, **TABLE_FILTERS}.items() if f == chosen), ".md")
             target = target.with_suffix(suffix)
-        self.tasks.start(self.export_to(target), "export")
+        self.tasks.start(self.export_to(target, include_consulted=include_consulted), "export")
 
-    async def export_to(self, path: Path) -> Path | None:
+    def choose_export_all(self) -> None:
+        """Export with the sources read but not cited ("Also consulted") listed too."""
+        self.choose_export(include_consulted=True)
+
+    async def export_to(self, path: Path, *, include_consulted: bool = False) -> Path | None:
         """Export what is shown to ``path`` (off the GUI thread); None when it failed (and said so)."""
-        controls = (self.export_action, self.history_panel.export_button)
+        controls = (self.export_action, self.export_all_action, self.history_panel.export_button)
         for control in controls:
             control.setEnabled(False)
         try:
-            written = await self.runs.export(path)
+            written = await self.runs.export(path, include_consulted=include_consulted)
         except (OSError, ValueError) as exc:
             show_error(self, "Export failed", f"The report could not be exported to {path}: {exc}")
             return None

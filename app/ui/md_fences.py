@@ -1,61 +1,8 @@
-"""Fenced code blocks in Markdown, recognised as CommonMark does (pure text, no Qt).
+"""Moved to :mod:`app.export.md_fences` (pure text, shared with the exporter); kept so
+the window's modules may still import it from here."""
 
-A fence opens on a line of at most three spaces then three or more backticks
-(whose info string holds no backtick) or tildes, and closes on a line of at
-most three spaces then at least as many of the same character and nothing
-else. Shared by the citation linker, the fence balancer and the sanitiser, so
-they all agree on what is code.
-"""
-
-from __future__ import annotations
-
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal
-
-LineKind = Literal["prose", "open", "code", "close"]
-
-_OPENER = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_CLOSER = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
-
-
-@dataclass(frozen=True)
-class Fence:
-    char: str
-    length: int
-    info: str
-
-    @property
-    def closer(self) -> str:
-        return self.char * self.length
-
-
-def fence_opener(line: str) -> Fence | None:
-    """The fence ``line`` opens (its line ending ignored), or None."""
-    match = _OPENER.match(line.rstrip("\r\n"))
-    if match is None:
-        return None
-    run, info = match.group(1), match.group(2)
-    if run[0] == "`" and "`" in info:
-        return None  # not a fence: an inline code span
-    return Fence(run[0], len(run), info.strip())
-
-
-def closes(line: str, fence: Fence) -> bool:
-    match = _CLOSER.match(line.rstrip("\r\n"))
-    return match is not None and match.group(1)[0] == fence.char and len(match.group(1)) >= fence.length
-
-
-def classify(lines: list[str]) -> Iterator[tuple[str, LineKind, Fence | None]]:
-    """Each line with what it is: prose, a fence opening, code inside, a fence closing."""
-    fence: Fence | None = None
-    for line in lines:
-        if fence is None:
-            fence = fence_opener(line)
-            yield line, ("prose" if fence is None else "open"), fence
-        elif closes(line, fence):
-            yield line, "close", fence
-            fence = None
-        else:
-            yield line, "code", fence
+from app.export.md_fences import Fence as Fence
+from app.export.md_fences import LineKind as LineKind
+from app.export.md_fences import classify as classify
+from app.export.md_fences import closes as closes
+from app.export.md_fences import fence_opener as fence_opener

@@ -13,6 +13,7 @@ no window: it reports through signals, so tests drive it alone.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 from collections.abc import AsyncIterator
@@ -24,7 +25,9 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.core.errors import FathomError
 from app.core.events import Failed, Finished, ResearchEvent, RunStarted
 from app.core.models import Chunk, Evidence
-from app.ui.exporters import TABLE_FILTERS, export_report, export_table
+from app.export.content import ReportContent
+from app.export.exporter import export
+from app.ui.exporters import render_pdf
 from app.ui.formatting import duration
 from app.ui.run_presenter import RunPresenter
 from app.ui.services import Services
@@ -209,21 +212,26 @@ class RunController(QObject):
         await self.refresh_history()
 
     # -- what a run left --------------------------------------------------
-    async def export(self, path: Path) -> Path:
-        """Export what is shown (the report, or the table for .csv/.json) to ``path``.
+    async def export(self, path: Path, *, include_consulted: bool = False) -> Path:
+        """Export what is shown (the report, or the table for .csv/.json) to ``path``, the
+        sources read but not cited too when ``include_consulted``.
 
         What to write is taken now, on the GUI thread; the file is rendered and
         written off it, so a large PDF never freezes the window. Raises OSError
         or ValueError when it cannot be written.
         """
         p = self.presenter
-        question, markdown, table = p.question, p.report_view.markdown_text(), p.table
-        evidence = list(p.evidence.values())
-        if path.suffix.lower() in TABLE_FILTERS:
-            if table is None:
-                raise ValueError("This run has no table to export.")
-            return await run_blocking(export_table, path, table, name="export the table")
-        return await run_blocking(export_report, path, question, markdown, evidence, name="export the report")
+        report = p.report
+        content = ReportContent(
+            question=p.question,
+            markdown=p.report_view.markdown_text(),
+            evidence=tuple(p.evidence.values()),
+            support=report.support if report is not None else None,
+            citations=report.citations if report is not None else (),
+            table=p.table,
+        )
+        write = functools.partial(export, include_consulted=include_consulted, pdf=render_pdf)
+        return await run_blocking(write, content, path, name="export")
 
     async def source(self, number: int) -> tuple[Evidence, Chunk | None, list[Chunk]]:
         """The evidence cited as ``[number]``, its chunk (None when the library lacks it)

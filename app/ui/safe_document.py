@@ -1,6 +1,6 @@
 """Render untrusted Markdown into a ``QTextDocument`` with nothing live in it.
 
-The text is first made inert by :func:`app.ui.safe_markdown.neutralize_markdown`
+The text is first made inert by :func:`app.export.safe_markdown.neutralize_markdown`
 (by the caller, so citation links can be added in between). Then Qt parses it
 with raw HTML and the autolink extensions turned off, and :func:`defuse`
 removes, as a second line of defence, every link the caller does not allow and
@@ -10,7 +10,6 @@ outside the app.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 
 from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
@@ -85,23 +84,3 @@ def defuse(doc: QTextDocument, keep_link: Callable[[str], bool] = no_links) -> i
             cursor.setPosition(start + length)
             cursor.insertText(f" ({target})", plain)
     return len(merged)
-
-
-CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-
-
-def standalone_html(document_html: str, title: str = "") -> str:
-    """``document_html`` (Qt's ``toHtml``, made without a title) as a file to share: a
-    Content-Security-Policy that forbids scripts, frames, forms and every resource
-    (only inline styles), no referrer, and ``title`` escaped (Qt writes a document
-    title into ``<title>`` unescaped, so it is never given one)."""
-    meta = (
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CONTENT_SECURITY_POLICY)}" />'
-        '<meta name="referrer" content="no-referrer" />'
-        + (f"<title>{html.escape(' '.join(title.split()))}</title>" if title.strip() else "")
-    )
-    head = document_html.find("<head>")
-    if head < 0:
-        return f"<html><head>{meta}</head><body>{document_html}</body></html>"
-    at = head + len("<head>")
-    return document_html[:at] + meta + document_html[at:]
