@@ -82,27 +82,12 @@ def _pdf_renderer() -> PdfRenderer:
 
 
 def _load(run_id: str) -> ReportContent:
-    """The run's content to export; ExportError with the reason when it has none."""
-    from app.core.models import Report
     from app.core.paths import app_paths
-    from app.export.content import content_of
+    from app.export.stored import stored_content
     from app.store.research_runs import RunStore
 
     store = RunStore.open(app_paths())
     try:
-        summary = store.get_run(run_id)
-        if summary is None:
-            raise ExportError(f"No research run '{run_id}'. List runs with `fathom history`.")
-        if summary.status == "running":
-            raise ExportError(f"Run {summary.run_id} is still in progress: export it when it has finished.")
-        if summary.status in ("failed", "interrupted"):
-            why = f" ({summary.message})" if summary.message else ""
-            raise ExportError(f"Run {summary.run_id} {summary.status}{why}: it has no report to export.")
-        report = store.load_report(summary.run_id)
-        if report is None:
-            report = Report(markdown=summary.report_markdown, evidence=tuple(store.load_evidence(summary.run_id)))
-        if not report.markdown.strip() and report.table is None:
-            raise ExportError(f"Run {summary.run_id} has no report to export.")
-        return content_of(summary.question, report)
+        return stored_content(store, run_id)
     finally:
         store.close()

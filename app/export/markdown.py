@@ -50,14 +50,15 @@ def _own_sections_as_text(body: str) -> str:
 
 def report_markdown(content: ReportContent, *, include_consulted: bool = False) -> str:
     """The whole report as one Markdown file (see the module)."""
-    body, tail = split_report(content.markdown)
+    # a code block the model left open ends before the engine's sections, so they are found
+    body, tail = split_report(balance_fences(content.markdown))
     by_number = {e.number: e for e in content.evidence}
     cited = first_cited(body, by_number)
     parts = []
     if content.question.strip():
         parts.append(f"# {quote_text(content.question)}\n")
     parts.append(f"*{support_headline(content.counted_support())}*\n")
-    parts.append(neutralize_markdown(_own_sections_as_text(balance_fences(body))).strip() + "\n")
+    parts.append(neutralize_markdown(_own_sections_as_text(body)).strip() + "\n")
     parts.append(f"\n{SOURCES_HEADING}\n")
     parts += [source_entry(by_number[n]) for n in cited] or [f"{NO_SOURCE}\n"]
     if include_consulted:
@@ -67,5 +68,5 @@ def report_markdown(content: ReportContent, *, include_consulted: bool = False) 
             parts += [source_entry(e) for e in consulted]
     at = tail.find(OPEN_QUESTIONS_HEADING)
     if at >= 0:
-        parts.append("\n" + neutralize_markdown(balance_fences(tail[at:])).strip() + "\n")
+        parts.append("\n" + neutralize_markdown(tail[at:]).strip() + "\n")
     return "\n".join(parts)
