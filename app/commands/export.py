@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if to_stdout and fmt not in TEXT_FORMATS:
         print(
-            f"A {fmt.upper()} cannot be written to the terminal: give a file with -o FILE{SUFFIX[fmt]}.",
+            f"A {fmt.upper()} cannot go to the terminal: give a file with -o FILE{SUFFIX[fmt]}.",
             file=sys.stderr,
         )
         return 2

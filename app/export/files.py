@@ -34,6 +34,11 @@ def write_export(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically with the user's normal permissions; returns ``path``.
 
     Raises OSError (a missing or read-only folder, a full disk, a directory in the way)."""
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(20, f"{folder} is a file, not a folder", str(path))
+            break
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir():
         raise IsADirectoryError(21, "it is a folder", str(path))

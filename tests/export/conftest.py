@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from app.core.paths import AppPaths  # noqa: E402
-
-
-def home_paths(home: Path) -> AppPaths:
-    return AppPaths(config_dir=home / "config", data_dir=home / "data", cache_dir=home / "cache").ensure()
 
 
 @pytest.fixture(scope="module")

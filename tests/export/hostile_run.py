@@ -9,7 +9,14 @@ import re
 from pathlib import Path
 
 from app.core.models import Evidence, Report
+from app.core.paths import AppPaths
 from app.store.research_runs import RunStore
+
+
+def home_paths(home: Path) -> AppPaths:
+    """The data folders of a FATHOM_HOME, made."""
+    return AppPaths(config_dir=home / "config", data_dir=home / "data", cache_dir=home / "cache").ensure()
+
 
 QUESTION = "What does Milvus limit, and why? <script>alert('q')</script> ## Sources"
 HOSTILE = [

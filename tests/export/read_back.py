@@ -81,7 +81,10 @@ def read_markdown(text: str) -> ReadBack:
         elif token.type == "list_item_close" and depth == 1 and item is not None:
             _add_entry(out, section, " ".join(item))
             item = None
-        text_of = _inline_text(token) if token.type == "inline" else token.content if token.type in ("fence", "code_block") else ""
+        if token.type == "inline":
+            text_of = _inline_text(token)
+        else:
+            text_of = token.content if token.type in ("fence", "code_block") else ""
         if not text_of:
             continue
         if item is not None:

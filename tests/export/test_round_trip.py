@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import home_paths
-from hostile_run import OPEN_QUESTION, QUESTION, record_hostile_run
+from hostile_run import OPEN_QUESTION, QUESTION, home_paths, record_hostile_run
 from read_back import ReadBack, flat, read_html, read_markdown, read_pdf, squeezed
 
 from app.core.models import Evidence
