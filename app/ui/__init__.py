@@ -15,7 +15,8 @@
 - ``services.py``: library, model and engine, loaded after the window is up; ``history_store.py``: the
   run history on its own thread;
 - ``tasks.py``: a handle on every task, and ``run_blocking``, the one way to call something that blocks;
-- untrusted text: ``safe_markdown.py``, ``safe_document.py``, ``md_fences.py``, ``citations.py``,
-  ``tooltips.py``; ``exporters.py`` writes reports and tables; ``dialogs.py``, ``formatting.py``,
+- untrusted text: ``safe_document.py``, ``citations.py``, ``tooltips.py`` (``safe_markdown.py`` and
+  ``md_fences.py`` now live in ``app/export``); ``exporters.py``: Qt's PDF renderer and the window's
+  export (the exporter is ``app/export``); ``dialogs.py``, ``formatting.py``,
   ``theme.py``: small shared pieces.
 """

@@ -16,6 +16,7 @@ from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, verdi
 from app.core.errors import ModelUnavailable
 from app.core.events import Failed, Finished, Notice
 from app.core.paths import app_paths
+from app.research.citations import support_headline
 from app.research.engine import ResearchEngine
 from app.store.research_runs import RunStore
 
@@ -61,6 +62,11 @@ async def test_history_lists_runs_and_show_prints_the_report(capsys: pytest.Capt
     out = capsys.readouterr().out
     assert out.startswith(f"# {QUESTION}")
     assert finished.report.markdown.strip() in out
+    # the report's support header, above the report
+    support = finished.report.support
+    assert support is not None and support.sentences >= 1
+    header = f"*{support_headline(support)}*"
+    assert header in out.splitlines() and out.index(header) < out.index(finished.report.markdown.strip())
 
     assert main(["show", "20260101-000001-bbbbbb"]) == 0
     assert "The run failed: The model went away." in capsys.readouterr().out
