@@ -187,29 +187,38 @@ def neutralize_inline(text: str) -> str:
 
 
 _QUOTED = re.compile(rf"(?P<url>{_URL})|[{_PUNCT}]", re.IGNORECASE)
+# punctuation that means nothing inside a line (a list marker or a break only at its start)
+_PLAIN_PUNCT = frozenset(".,?!:;'\"/=%@+-")
+_LIST_NUMBER = re.compile(r"^\d{1,9}(?=[.)])")
 
 
 def quote_text(text: str) -> str:
     """Untrusted text (a passage, a title, a question) as literal Markdown text on one line.
 
-    Every ASCII punctuation character is backslash-escaped, so nothing in it (a
-    fence, ``>``, ``#``, ``*``, ``|``, ``[3]``, ``<script>``, an entity such as
-    ``&lt;``) can open a block, a link, raw HTML or emphasis, or end the line's
-    construct early; URLs and e-mail addresses go in code spans so that no
-    renderer makes them links. Whitespace, line breaks included, becomes single
-    spaces. Every CommonMark renderer shows the text exactly as it was."""
+    Every ASCII punctuation character that could mean something is backslash-escaped
+    (the first character always, and ``1.`` at the start), so nothing in it (a fence,
+    ``>``, ``#``, ``*``, ``|``, ``[3]``, ``<script>``, an entity such as ``&lt;``)
+    can open a block, a link, raw HTML or emphasis, or end the line's construct
+    early; URLs and e-mail addresses go in code spans so that no renderer makes them
+    links. Whitespace, line breaks included, becomes single spaces. Every CommonMark
+    renderer shows the text exactly as it was."""
     flat = " ".join(text.split())
     ticks = "`" * (_longest_run(flat) + 1)
+    number = _LIST_NUMBER.match(flat)
+    plain_from = number.end() + 1 if number else 1
     out: list[str] = []
     pos = 0
     for match in _QUOTED.finditer(flat):
         out.append(flat[pos : match.start()])
+        token = match.group(0)
         if match.group("url"):
-            url = _trim_url(match.group(0))
+            url = _trim_url(token)
             out.append(f"{ticks}{url}{ticks}")
-            out.append("".join("\\" + c for c in match.group(0)[len(url) :]))
+            out.append("".join("\\" + c for c in token[len(url) :]))
+        elif token in _PLAIN_PUNCT and match.start() >= plain_from:
+            out.append(token)
         else:
-            out.append("\\" + match.group(0))
+            out.append("\\" + token)
         pos = match.end()
     out.append(flat[pos:])
     return "".join(out)
