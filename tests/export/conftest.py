@@ -41,7 +41,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Ite
         assert isinstance(done[-1], IngestFinished) and done[-1].indexed == 2, done[-1]
         parser = argparse.ArgumentParser()
         ask.add_arguments(parser)
-        question = "What are the limits of Milvus on collection and field names?"
+        question = "What is the maximum length of a collection name?"  # the starter cites a source
         code = ask.run(parser.parse_args([question, "--mode", "quick", "--max-seconds", "300"]))
         assert code == 0
         store = RunStore.open(app_paths())

@@ -104,6 +104,7 @@ def test_a_real_run_round_trips(qapp: Any, tmp_path: Path, real_run: tuple[Path,
     assert by_number, "the run read no source"
     body, _ = split_report(content.markdown)
     cited = first_cited(body, by_number)
+    assert cited, "the starter's report cites no source: nothing to resolve"
 
     back = _write(content, tmp_path / f"report.{fmt}")
     _check_structure(back, cited)
