@@ -188,7 +188,7 @@ def neutralize_inline(text: str) -> str:
 
 _QUOTED = re.compile(rf"(?P<url>{_URL})|[{_PUNCT}]", re.IGNORECASE)
 # punctuation that means nothing inside a line (a list marker or a break only at its start)
-_PLAIN_PUNCT = frozenset(".,?!:;'\"/=%@+-")
+_PLAIN_PUNCT = frozenset(".,?!:;'\"/=%@+-()")  # brackets are escaped, so "(" opens no link
 _LIST_NUMBER = re.compile(r"^\d{1,9}(?=[.)])")
 
 
