@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"No research run '{args.run_id}'. List runs with `fathom history`.", file=sys.stderr)
             return 1
         stored = store.read_events(summary.run_id)
+        thread = _thread(store, summary.run_id)  # a run with follow-ups: the whole thread
         if args.json:
             out = dataclasses.asdict(summary)
             out["evidence"] = [to_jsonable(e) for e in store.load_evidence(summary.run_id)]
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
     finally:
         store.close()
-    print(f"# {summary.question}\n")
+    print(f"# {thread[0] if thread else summary.question}\n")
     facts = [f"run {summary.run_id}", f"mode {summary.mode}", f"status {summary.status}"]
     if summary.model:
         facts.append(f"model {summary.model}")
@@ -56,5 +57,23 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if summary.stop_reason and summary.stop_reason != "completed":
         print(f"*{describe_stop(summary.stop_reason)}*\n")
+    if thread:
+        print(thread[1])
+        return 0
     print(summary.report_markdown or "(no report was written)")
     return 0
+
+
+def _thread(store: object, run_id: str) -> tuple[str, str] | None:
+    """The thread ``run_id`` belongs to, when it has follow-ups: its first question and
+    its answers as one report (None when it has none)."""
+    from app.research.follow_up import thread_markdown
+    from app.store.research_runs import RunStore
+
+    assert isinstance(store, RunStore)
+    steps = []
+    for run in store.thread_runs(run_id):
+        report = store.load_report(run.run_id)
+        if report is not None:
+            steps.append((run.question, report))
+    return (steps[0][0], thread_markdown(steps)) if len(steps) > 1 else None
