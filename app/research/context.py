@@ -265,7 +265,7 @@ class RunContext:
         """The thread's earlier searches, as a repeat filter's seen keys (empty when not a follow-up)."""
         return follow_up.already_searched(self.prior) if self.prior is not None else set()
 
-    def follow_up_queries(self, limit: int = 2) -> list[str]:
+    def follow_up_queries(self, limit: int = 3) -> list[str]:
         """Searches, written by rule, for what a follow-up asks beyond the earlier answers."""
         return follow_up.follow_up_queries(self.question, self.prior, limit=limit) if self.prior else []
 

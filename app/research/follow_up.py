@@ -119,11 +119,16 @@ REPORT_RULE = (
 )
 
 
-def follow_up_queries(question: str, prior: Prior, *, limit: int = 2) -> list[str]:
-    """Searches for what the follow-up asks beyond the earlier answers, by rule: its words
-    the latest answer does not cover, with each name that answer gives (``that
-    director`` becomes the director's name), latest answer first."""
-    passages = [(step.question, report_body(step.report)) for step in reversed(prior.steps)]
+def follow_up_queries(question: str, prior: Prior, *, limit: int = 3) -> list[str]:
+    """Searches for what the follow-up asks beyond the earlier answers, by rule
+    (:func:`~app.research.bridging.bridge_queries`): its words the latest answer does
+    not cover, with each name that answer gives (``that director`` becomes the
+    director's name), taken from the answer's text, then from the sources it cites."""
+    latest = prior.steps[-1]
+    body = report_body(latest.report)
+    cited = set(cited_numbers(body))
+    passages = [(latest.question, body)]
+    passages += [(e.title, e.quote) for e in latest.report.evidence if e.number in cited]
     return bridge_queries(question, passages, limit=limit)
 
 
