@@ -97,14 +97,14 @@ def report_body(report: Report) -> str:
 
 def earlier_block(prior: Prior, max_chars: int = EARLIER_CHARS) -> str:
     """The thread so far for a prompt: each earlier question (as the fence's title) and
-    its report, fenced as data, the latest kept longest."""
+    its report, fenced as data (``earlier answer N``), the latest kept longest."""
     n = len(prior.steps)
     parts = []
     for i, step in enumerate(prior.steps, start=1):
         room = (max_chars if n == 1 else max_chars // 2) if i == n else max(200, max_chars // (2 * (n - 1)))
         body = report_body(step.report)
         parts.append(prompts.fence(f"earlier answer {i}", body, max_chars=room, title=step.question))
-    return "The earlier questions of this research and their answers:\n" + "\n".join(parts)
+    return "\n".join(parts)  # no heading of its own: a small model copies such lines into its report
 
 
 FOLLOW_UP_RULE = (

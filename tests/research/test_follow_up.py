@@ -41,9 +41,7 @@ def script() -> dict[str, Any]:
     }
 
 
-async def ask(
-    store: RunStore, question: str, text: str, prior: Prior | None = None
-) -> tuple[list[Any], ScriptedModel]:
+async def ask(store: RunStore, question: str, text: str, prior: Prior | None = None) -> tuple[list[Any], ScriptedModel]:
     model = ScriptedModel(script(), text=text)
     engine = ResearchEngine(model, MemoryLibrary(list(CHUNKS)), store)
     events = await collect(engine.run(question, budget=BUDGET, follow_up=prior, options={"bridge_queries": False}))
@@ -98,7 +96,7 @@ async def test_a_follow_up_continues_the_thread_with_its_evidence_numbers(store:
     added = [e.evidence.number for e in second if isinstance(e, EvidenceAdded)]
     assert added and min(added) > len(earlier)
     assert set(cited_numbers(final.report.markdown.split("## Sources")[0])) == {1, new_number}
-    assert f"- [1] Title japan" in final.report.markdown and f"- [{new_number}] Title leyton" in final.report.markdown
+    assert "- [1] Title japan" in final.report.markdown and f"- [{new_number}] Title leyton" in final.report.markdown
 
     # the history keeps one thread: listed once, both runs in order
     threads = store.list_threads()
