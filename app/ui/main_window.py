@@ -334,8 +334,10 @@ class MainWindow(QMainWindow):
 
     async def _delete_run(self, run_id: str) -> None:
         summary = next((r for r in self.history_panel.summaries if r.run_id == run_id), None)
-        question = summary.question if summary else run_id
-        if not await ask_yes_no(self, "Delete run", f"Delete the run “{question[:80]}” from the history?"):
+        question = (summary.thread_question or summary.question) if summary else run_id
+        n = summary.follow_ups if summary else 0
+        more = f" and its {n} follow-up{'' if n == 1 else 's'}" if n else ""
+        if not await ask_yes_no(self, "Delete run", f"Delete the run “{question[:80]}”{more} from the history?"):
             return
         await self.runs.delete_run(run_id)
 
