@@ -160,7 +160,10 @@ class RunStore:
                 self.db.execute(f"ALTER TABLE {RUNS} ADD COLUMN thread_id TEXT")
             self.threads = True
         except sqlite3.OperationalError as exc:
-            log.info("history %s: no thread column (%s); follow-ups are not grouped", self.path, exc)
+            # another connection may have added it meanwhile ("duplicate column name")
+            self.threads = "thread_id" in self.db.table(RUNS).columns_dict
+            if not self.threads:
+                log.info("history %s: no thread column (%s); follow-ups are not grouped", self.path, exc)
 
     # -- writing ------------------------------------------------------------
 
