@@ -165,3 +165,15 @@ def test_an_old_history_file_gains_threads_and_its_runs_stay_alone() -> None:
         assert reopened.threads and len(reopened.list_threads()) == len(threads)
     finally:
         reopened.close()
+
+
+def test_a_follow_up_report_keeps_the_earlier_numbers_and_numbers_its_own_after_them() -> None:
+    from app.research.report import finish_report
+
+    evidence = [Evidence(n, f"c{n}", "q", f"quote {n}", f"/data/{n}.md") for n in (1, 2, 3, 4)]
+    text = "The new fact [4]. The earlier fact [1]."
+    markdown, renumbered, _, _ = finish_report(text, evidence, [], [], earlier=2)
+    assert [(e.number, e.chunk_id) for e in renumbered] == [(1, "c1"), (2, "c2"), (3, "c4"), (4, "c3")]
+    assert markdown.startswith("The new fact [3]. The earlier fact [1].")
+    sources = markdown.split("## Sources")[1].split("## Open questions")[0]
+    assert [line for line in sources.splitlines() if line.startswith("- ")] == ["- [1] /data/1.md", "- [3] /data/4.md"]
