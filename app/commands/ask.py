@@ -1,4 +1,9 @@
-"""``fathom ask QUESTION``: research a question; progress on stderr, the report on stdout."""
+"""``fathom ask QUESTION``: research a question; progress on stderr, the report on stdout
+(under its support header, "N of M sentences cited, K flagged").
+
+``fathom ask --follow-up RUN_ID QUESTION`` asks a follow-up question of that run's
+thread (:mod:`app.research.follow_up`): it prints the new section, and is recorded in
+the thread (``fathom show`` of any of its runs prints the whole thread)."""
 
 from __future__ import annotations
 
@@ -32,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=None, metavar="N", help="token budget")
     parser.add_argument("--json", action="store_true", help="print the whole run (events, evidence) as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--follow-up",
+        dest="follow_up",
+        default=None,
+        metavar="RUN_ID",
+        help="ask a follow-up question of that run (from `fathom history`; a unique prefix is enough)",
+    )
     parser.add_argument(
         "--table-out", type=Path, default=None, metavar="FILE", help="table mode: also save the table (.csv or .json)"
     )
@@ -82,6 +94,14 @@ async def _ask(args: argparse.Namespace) -> int:
         return 2
     mode = args.mode or research.mode
     scope = Scope(collections=tuple(args.collections))
+    prior = None
+    if args.follow_up is not None:  # before the library and the model: a wrong id costs nothing
+        try:
+            prior, followed = _prior(args.follow_up)
+        except FathomError as exc:
+            print(str(exc), file=err)
+            return 2
+        scope = scope if args.collections else Scope(collections=followed)
     try:
         library = Library.open(settings, paths)
     except FathomError as exc:
@@ -120,7 +140,8 @@ async def _ask(args: argparse.Namespace) -> int:
             options = dict(STARTER_OPTIONS)
         runs = RunStore.open(paths)
         engine = ResearchEngine(model, library, runs)
-        async for event in engine.run(args.question, mode=mode, scope=scope, budget=budget, options=options):
+        stream = engine.run(args.question, mode=mode, scope=scope, budget=budget, options=options, follow_up=prior)
+        async for event in stream:
             progress.show(event)
             if args.json:
                 events.append(event_to_dict(event))
@@ -149,6 +170,7 @@ async def _ask(args: argparse.Namespace) -> int:
         json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     elif isinstance(final, Finished):
+        sys.stdout.write(_header(final.report, args.question if prior is not None else ""))
         sys.stdout.write(final.report.markdown)
         if not final.report.markdown.endswith("\n"):
             sys.stdout.write("\n")
@@ -158,6 +180,32 @@ async def _ask(args: argparse.Namespace) -> int:
     if args.table_out is not None:
         return _save_table(final, args.table_out, err)
     return 0
+
+
+def _prior(run_id: str) -> tuple[Any, tuple[str, ...]]:
+    """What a follow-up of ``run_id`` starts from, and the collections that run searched;
+    FollowUpError (a FathomError) says why there is none."""
+    from app.core.paths import app_paths
+    from app.research.follow_up import load_prior
+    from app.store.research_runs import RunStore
+
+    store = RunStore.open(app_paths())
+    try:
+        prior = load_prior(store, run_id)
+        followed = store.get_run(prior.run_id)
+        return prior, followed.collections if followed is not None else ()
+    finally:
+        store.close()
+
+
+def _header(report: Any, follow_up: str) -> str:
+    """Above the printed report: a follow-up's section heading, and the support header."""
+    from app.research.citations import sentence_support, support_headline
+    from app.research.follow_up import section_heading
+
+    support = report.support or sentence_support(report.markdown, report.citations)
+    heading = f"{section_heading(follow_up)}\n\n" if follow_up else ""
+    return f"{heading}*{support_headline(support)}*\n\n"
 
 
 def _save_table(final: Any, path: Path, err: Any) -> int:

@@ -1,4 +1,5 @@
-"""``fathom history``: list past research runs, newest first."""
+"""``fathom history``: list past research runs, newest first; a run and its follow-up
+questions are one line (a thread: its latest run, with its follow-ups counted)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
 
     store = RunStore.open(app_paths())
     try:
-        runs = store.list_runs(limit=max(1, args.limit))
+        runs = store.list_threads(limit=max(1, args.limit))
     finally:
         store.close()
     if args.json:
@@ -35,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at))
         status = r.status if r.status != "finished" or r.stop_reason == "completed" else f"stopped:{r.stop_reason}"
-        question = r.question if len(r.question) <= 60 else r.question[:59] + "…"
+        question = r.thread_question or r.question
+        question = question if len(question) <= 60 else question[:59] + "…"
+        if r.follow_ups:
+            question += f" (+{r.follow_ups} follow-up{'' if r.follow_ups == 1 else 's'})"
         print(f"{r.run_id:<23} {started:<16} {r.mode:<6} {status:<18} {r.total_tokens:>7}  {question}")
     return 0

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         stored = store.read_events(summary.run_id)
         report = store.load_report(summary.run_id)
+        thread = _thread(store, summary.run_id)  # a run with follow-ups: the whole thread
         if args.json:
             out = dataclasses.asdict(summary)
             out["evidence"] = [to_jsonable(e) for e in store.load_evidence(summary.run_id)]
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
     finally:
         store.close()
-    print(f"# {summary.question}\n")
+    print(f"# {thread[0] if thread else summary.question}\n")
     facts = [f"run {summary.run_id}", f"mode {summary.mode}", f"status {summary.status}"]
     if summary.model:
         facts.append(f"model {summary.model}")
@@ -59,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if summary.stop_reason and summary.stop_reason != "completed":
         print(f"*{describe_stop(summary.stop_reason)}*\n")
+    if thread:
+        print(f"*{support_headline(sentence_support(thread[1]))}*\n")
+        print(thread[1])
+        return 0
     if not summary.report_markdown:
         print("(no report was written)")
         return 0
@@ -68,3 +73,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"*{support_headline(support or sentence_support(summary.report_markdown, citations))}*\n")
     print(summary.report_markdown)
     return 0
+
+
+def _thread(store: object, run_id: str) -> tuple[str, str] | None:
+    """The thread ``run_id`` belongs to, when it has follow-ups: its first question and
+    its answers as one report (None when it has none)."""
+    from app.research.follow_up import thread_markdown
+    from app.store.research_runs import RunStore
+
+    assert isinstance(store, RunStore)
+    steps = []
+    for run in store.thread_runs(run_id):
+        report = store.load_report(run.run_id)
+        if report is not None:
+            steps.append((run.question, report))
+    return (steps[0][0], thread_markdown(steps)) if len(steps) > 1 else None

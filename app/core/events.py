@@ -106,6 +106,7 @@ class RunStarted(ResearchEvent):
     collections: tuple[str, ...] = ()
     budget: Budget = field(default_factory=Budget)
     model: str = ""
+    follows: str = ""  # a follow-up question: the run it continues (its thread's latest run)
 
 
 @dataclass(frozen=True, kw_only=True)

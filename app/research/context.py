@@ -17,6 +17,11 @@ made of the run's parts, each in its own module, and hands them out:
 * the report (``write_report``, ``partial_report``), shared by all modes:
   :class:`~app.research.report.ReportWriter`.
 
+A follow-up (``prior``, :mod:`app.research.follow_up`) starts with its thread's
+evidence, numbered as before (``take_up_prior``); a mode's first planning prompt
+adds ``earlier_prompt()`` (the earlier questions and answers, fenced), seeds its
+repeat filter with ``searched_before()`` and may search ``follow_up_queries()``.
+
 Searching the library is the context's own (``collections``, ``plan_subquery``,
 ``search``): all sub-queries of a round in one batched call, counted against
 ``max_search_calls``, one ``SearchFinished`` each.
@@ -45,9 +50,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from app.core.events import ROOT_NODE, EvidenceAdded, ResearchEvent, RoundStarted, SearchFinished, SubQueryPlanned
-from app.core.models import Budget, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
+from app.core.models import Budget, Chunk, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
 from app.ingest.library import Library
 from app.llm.base import ChatModel
+from app.research import follow_up
 from app.research.budget import REPORT_SHARE, BudgetTracker, RunAccount
 from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
@@ -86,8 +92,10 @@ class RunContext:
         budget: Budget | None = None,
         options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        prior: follow_up.Prior | None = None,
     ) -> None:
         self.question = question
+        self.prior = prior
         self.mode = mode
         self.scope = scope or Scope()
         self.budget = budget or Budget()
@@ -228,6 +236,38 @@ class RunContext:
         if new:
             self.emit(EvidenceAdded(run_id=self.run_id, evidence=evidence))
         return evidence
+
+    # -- a follow-up ----------------------------------------------------------
+
+    async def take_up_prior(self) -> None:
+        """A follow-up starts with its thread's evidence, under the same numbers (a
+        passage the library no longer has is kept as its quote), and its report writer
+        sees the earlier answers."""
+        if self.prior is None:
+            return
+        earlier = self.prior.evidence
+        found = {c.chunk_id: c for c in await self.library.get_chunks([e.chunk_id for e in earlier])}
+        for e in sorted(earlier, key=lambda e: e.number):
+            chunk = found.get(e.chunk_id) or Chunk(
+                chunk_id=e.chunk_id, doc_id="", collection=e.collection, path=e.path, text=e.quote, title=e.title
+            )
+            self.evidence.restore(e, chunk)
+        self.report.earlier = follow_up.earlier_block(self.prior)
+
+    def earlier_prompt(self) -> tuple[str, str]:
+        """For a follow-up's first planning prompt: (a system rule, the fenced earlier
+        questions and answers); ("", "") for a run that is not a follow-up."""
+        if self.prior is None:
+            return "", ""
+        return follow_up.FOLLOW_UP_RULE, follow_up.earlier_block(self.prior)
+
+    def searched_before(self) -> set[str]:
+        """The thread's earlier searches, as a repeat filter's seen keys (empty when not a follow-up)."""
+        return follow_up.already_searched(self.prior) if self.prior is not None else set()
+
+    def follow_up_queries(self, limit: int = 3) -> list[str]:
+        """Searches, written by rule, for what a follow-up asks beyond the earlier answers."""
+        return follow_up.follow_up_queries(self.question, self.prior, limit=limit) if self.prior else []
 
     # -- report -------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from app.ingest.library import Library
 from app.llm.base import ChatModel
 from app.research.budget import BudgetHit, describe_stop
 from app.research.context import RunContext
+from app.research.follow_up import Prior
 from app.research.history_writer import RunRecorder
 from app.research.modes import MODES
 from app.store.research_runs import RunStore
@@ -117,11 +118,13 @@ class ResearchEngine:
         run_id: str | None = None,
         options: Mapping[str, Any] | None = None,
         runner: ModeRunner | None = None,
+        follow_up: Prior | None = None,
     ) -> AsyncIterator[ResearchEvent]:
         """Research ``question``; yields events, the last one Finished or Failed.
 
         ``runner`` runs the research instead of ``mode``'s (a benchmark's variant,
-        recorded under the name ``mode``)."""
+        recorded under the name ``mode``). ``follow_up`` makes the run a follow-up
+        question of that thread (:mod:`app.research.follow_up`)."""
         run_id = run_id or new_run_id()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         ctx = RunContext(
@@ -134,6 +137,7 @@ class ResearchEngine:
             scope=scope,
             budget=budget,
             options=options,
+            prior=follow_up,
         )
         recorder = RunRecorder(self.history_file, run_id)
         started = RunStarted(
@@ -143,8 +147,9 @@ class ResearchEngine:
             collections=tuple(scope.collections),
             budget=budget,
             model=_model_name(self.model),
+            follows=follow_up.run_id if follow_up is not None else "",
         )
-        recorder.start(started)
+        recorder.start(started, thread_id=follow_up.thread_id if follow_up is not None else "")
         self._queues[run_id] = queue
         task: asyncio.Task[None] | None = None
         done = False
@@ -216,6 +221,7 @@ class ResearchEngine:
         try:
             async with asyncio.timeout(hard_limit):
                 try:
+                    await ctx.take_up_prior()
                     report = await runner(ctx)
                 except BudgetHit as hit:
                     # A mode may let a budget stop propagate: write the report here.

@@ -29,6 +29,8 @@ class EvidenceRegistry:
         self._by_number: dict[int, Evidence] = {}
         self._by_chunk: dict[str, int] = {}
         self._chunks: dict[str, Chunk] = {}
+        self._groups: dict[int, str] = {}  # what ``spread`` groups by, when not the sub-query
+        self.earlier = 0  # evidence 1..earlier came from an earlier run (a follow-up's thread)
 
     def __len__(self) -> int:
         return len(self._by_number)
@@ -41,7 +43,7 @@ class EvidenceRegistry:
         number = self._by_chunk.get(chunk.chunk_id)
         if number is not None:
             return self._by_number[number], False
-        number = len(self._by_number) + 1
+        number = max(self._by_number, default=0) + 1
         evidence = Evidence(
             number=number,
             chunk_id=chunk.chunk_id,
@@ -56,6 +58,15 @@ class EvidenceRegistry:
         self._by_chunk[chunk.chunk_id] = number
         self._chunks[chunk.chunk_id] = chunk
         return evidence, True
+
+    def restore(self, evidence: Evidence, chunk: Chunk) -> None:
+        """Take over an earlier run's evidence with its number (a follow-up: numbers
+        1..n, in order, before anything is added); ``spread`` counts it as one group."""
+        self._by_number[evidence.number] = evidence
+        self._by_chunk[evidence.chunk_id] = evidence.number
+        self._chunks[evidence.chunk_id] = chunk
+        self._groups[evidence.number] = ""
+        self.earlier = max(self.earlier, evidence.number)
 
     def get(self, number: int) -> Evidence | None:
         return self._by_number.get(number)
@@ -88,7 +99,8 @@ class EvidenceRegistry:
         out by the first search's; in number order."""
         groups: dict[str, list[int]] = {}
         for number in self.numbers():
-            groups.setdefault(self._by_number[number].subquery, []).append(number)
+            group = self._groups.get(number, self._by_number[number].subquery)
+            groups.setdefault(group, []).append(number)
         chosen: list[int] = []
         for rank in range(max((len(g) for g in groups.values()), default=0)):
             for numbers in groups.values():

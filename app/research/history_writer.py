@@ -126,7 +126,9 @@ class RunRecorder:
             return ""
         return self._writer.error or "the history could not be written"
 
-    def start(self, event: RunStarted) -> None:
+    def start(self, event: RunStarted, *, thread_id: str = "") -> None:
+        """Record the run's start; ``thread_id`` is the first run of the follow-up thread
+        it belongs to ("" when it starts one)."""
         self._guard(
             lambda store: store.start_run(
                 self.run_id,
@@ -136,6 +138,7 @@ class RunRecorder:
                 collections=event.collections,
                 budget=event.budget,
                 started_at=event.ts,
+                thread_id=thread_id,
             )
         )
         self.record(event)

@@ -27,7 +27,7 @@ from app.core.events import CitationChecked, ReportDelta, ReportStarted
 from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report, SentenceSupport
 from app.llm.base import Message
 from app.research import citations as cit
-from app.research import prompts
+from app.research import follow_up, prompts
 from app.research.budget import RunAccount, describe_stop
 from app.research.citation_check import check_citations
 from app.research.evidence import EvidenceRegistry
@@ -77,8 +77,10 @@ def report_sources(evidence: EvidenceRegistry, limit: int) -> list[tuple[int, Ch
 
 
 def report_messages(
-    question: str, evidence: EvidenceRegistry, view: SourceView, guidance: str, prompt_chars: int
+    question: str, evidence: EvidenceRegistry, view: SourceView, guidance: str, prompt_chars: int, earlier: str = ""
 ) -> list[Message]:
+    """The report writer's prompt; ``earlier`` (a follow-up's earlier answers, fenced,
+    with its rule) comes before the documents."""
     docs = prompts.fence_many(
         evidence_excerpts(question, evidence, view), max_chars=view.chars, total_chars=prompt_chars
     )
@@ -91,8 +93,9 @@ def report_messages(
             "in square brackets, like [2], before the full stop; a sentence drawn from two documents cites both. "
             "Cite only ids that appear in the documents. Do not add a sources list. "
             "If the documents do not answer part of the question, say so.",
+            follow_up.REPORT_RULE if earlier else "",
         ),
-        prompts.user(prompts.question_block(question), docs, guidance),
+        prompts.user(prompts.question_block(question), earlier, docs, guidance),
     ]
 
 
@@ -128,20 +131,27 @@ def finish_report(
     evidence: Sequence[Evidence],
     checked: Sequence[Citation],
     open_questions: Sequence[str],
+    earlier: int = 0,
 ) -> tuple[str, tuple[Evidence, ...], tuple[Citation, ...], SentenceSupport]:
     """The report's final Markdown (``text``, then Sources and Open questions), its
     evidence and checked citations, all renumbered so the cited sources are 1, 2, …
-    in order of first citation, and its sentence counts (see the module)."""
+    in order of first citation, and its sentence counts (see the module).
+
+    A follow-up's evidence 1..``earlier`` (its thread's) keeps its numbers; its new
+    evidence is numbered after it, cited first."""
     cited = cit.first_cited(text, [e.number for e in evidence])
-    order = cited + [e.number for e in evidence if e.number not in set(cited)]
+    kept = [e.number for e in evidence if e.number <= earlier]
+    fresh = [n for n in cited if n > earlier]
+    order = kept + fresh + [e.number for e in evidence if e.number > earlier and e.number not in set(cited)]
     new = {old: i for i, old in enumerate(order, start=1)}
     text = cit.renumber(text, order)
     renumbered = tuple(sorted((dataclasses.replace(e, number=new[e.number]) for e in evidence), key=lambda e: e.number))
+    listed = {new[n] for n in cited}
     citations = tuple(dataclasses.replace(c, number=new.get(c.number, c.number)) for c in checked)
     markdown = (
         text.rstrip()
         + "\n\n"
-        + _sources_section(renumbered[: len(cited)])
+        + _sources_section([e for e in renumbered if e.number in listed])
         + "\n\n"
         + _open_questions_section(open_questions)
         + "\n"
@@ -200,6 +210,7 @@ class ReportWriter:
         self.options = options
         self.prompt_chars = prompt_chars
         self.text = ""
+        self.earlier = ""  # a follow-up's earlier answers, fenced (see app.research.follow_up)
 
     async def write(
         self,
@@ -231,7 +242,9 @@ class ReportWriter:
 
         if len(self.evidence):
             max_tokens = int(self.options.get("report_max_tokens", REPORT_MAX_TOKENS))
-            messages = report_messages(self.question, self.evidence, view, guidance, self.prompt_chars)
+            messages = report_messages(
+                self.question, self.evidence, view, guidance, self.prompt_chars, earlier=self.earlier
+            )
             body = await self.calls.stream_text(REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens)
             body = _drop_question_echo(prompts.strip_echo(body), self.question) or "The model wrote no report text."
         else:
@@ -268,7 +281,9 @@ class ReportWriter:
             questions.append(self.question)
         questions = _dedup(questions)
 
-        markdown, evidence, citations, support = finish_report(head + body, self.evidence.all(), checked, questions)
+        markdown, evidence, citations, support = finish_report(
+            head + body, self.evidence.all(), checked, questions, self.evidence.earlier
+        )
         if not answer and self.options.get("short_answer") and len(self.evidence):
             answer = await self._short_answer(body)
         return Report(
@@ -305,7 +320,9 @@ class ReportWriter:
             parts.append("Evidence found before the run stopped:")
             parts.append("\n".join(f"- [{e.number}] {e.quote}" for e in self.evidence.all()))
         questions = _dedup([*open_questions, note])
-        markdown, evidence, _, support = finish_report("\n\n".join(parts), self.evidence.all(), (), questions)
+        markdown, evidence, _, support = finish_report(
+            "\n\n".join(parts), self.evidence.all(), (), questions, self.evidence.earlier
+        )
         return Report(
             markdown=markdown,
             evidence=evidence,

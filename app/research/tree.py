@@ -6,11 +6,16 @@ window's Qt item model can mirror it incrementally (inserted node / updated
 node). Replaying a persisted run's events gives exactly the same tree.
 
 Node kinds: ``run`` (root), ``round``, ``plan``, ``subquery``, ``chunk``
-(a hit of a sub-query, with its judgement), ``reflection``, ``report``.
+(a hit of a sub-query, with its judgement), ``reflection``, ``report``, and
+``followup``: the branch of a follow-up question. A thread's runs are folded
+into one tree, the first run's at the root and each follow-up's (a run whose
+``RunStarted.follows`` is set) under its own branch, its node ids prefixed with
+its run id; the root's status is the latest run's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +88,8 @@ class TreeBuilder:
     def __init__(self) -> None:
         self.root = TreeNode(ROOT_NODE, "run", "", status="running")
         self._index: dict[str, TreeNode] = {ROOT_NODE: self.root}
+        self._first_run = ""
+        self._branches: dict[str, str] = {}  # a follow-up's run id -> its branch node
 
     def node(self, node_id: str) -> TreeNode | None:
         return self._index.get(node_id)
@@ -102,6 +109,55 @@ class TreeBuilder:
         return self._index.get(node_id, self.root)
 
     def apply(self, event: Event) -> TreeChange:
+        run_id = str(getattr(event, "run_id", ""))
+        if isinstance(event, RunStarted) and event.follows and self._first_run and run_id != self._first_run:
+            return self._start_branch(event)
+        branch = self._branches.get(run_id)
+        if branch is not None:
+            return self._apply_in_branch(event, run_id, self._index[branch])
+        if isinstance(event, RunStarted):
+            self._first_run = self._first_run or run_id
+        return self._apply(event)
+
+    def _start_branch(self, event: RunStarted) -> TreeChange:
+        node_id = f"followup:{event.run_id}"
+        self._branches[event.run_id] = node_id
+        self.root.status = "running"
+        branch = TreeNode(
+            node_id,
+            "followup",
+            f"Follow-up: {event.question}",
+            ROOT_NODE,
+            status="running",
+            detail={"mode": event.mode, "run_id": event.run_id, "question": event.question},
+        )
+        change = self._insert(branch)
+        return TreeChange(inserted=change.inserted, updated=(ROOT_NODE,))
+
+    def _apply_in_branch(self, event: Event, run_id: str, branch: TreeNode) -> TreeChange:
+        """A follow-up's event, placed under its branch (node ids prefixed with its run id)."""
+        if isinstance(event, ReportStarted):
+            return self._insert(TreeNode(f"{run_id}/{REPORT_NODE}", "report", "Report", branch.node_id))
+        if isinstance(event, EvidenceAdded):
+            branch.detail["evidence"] = branch.detail.get("evidence", 0) + 1
+            return TreeChange(updated=(branch.node_id,))
+        if isinstance(event, UsageUpdated):
+            branch.detail["tokens"] = event.total.total_tokens
+            branch.detail["calls"] = event.total.calls
+            return TreeChange(updated=(branch.node_id,))
+        if isinstance(event, (Finished, Failed)):
+            self._apply(event)
+            branch.status = self.root.status
+            branch.detail.update({k: v for k, v in self.root.detail.items() if k in ("stop_reason", "message")})
+            return TreeChange(updated=(ROOT_NODE, branch.node_id))
+        changes: dict[str, Any] = {}
+        for name in ("node_id", "parent_id"):
+            value = getattr(event, name, None)
+            if isinstance(value, str):
+                changes[name] = branch.node_id if value == ROOT_NODE else f"{run_id}/{value}"
+        return self._apply(dataclasses.replace(event, **changes) if changes else event)  # type: ignore[type-var]
+
+    def _apply(self, event: Event) -> TreeChange:
         if isinstance(event, RunStarted):
             self.root.label = event.question
             self.root.detail.update(mode=event.mode, model=event.model, collections=list(event.collections))

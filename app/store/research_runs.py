@@ -1,7 +1,9 @@
 """Where a research run is saved: RunStore, in the catalog's file (SQLite via sqlite-utils).
 
 Tables (distinct from the library's): ``research_runs`` (one row per run:
-question, mode, settings, status, report, usage), ``research_events`` (every
+question, mode, settings, status, report, usage, and ``thread_id``: the first
+run of the follow-up thread it belongs to, added by a migration to older files),
+``research_events`` (every
 event of a run, in order, as ``event_to_dict`` JSON) and
 ``research_evidence`` (the evidence table). Replaying a run's events rebuilds
 its research tree exactly.
@@ -61,6 +63,9 @@ class RunSummary:
     calls: int = 0
     report_markdown: str = ""
     message: str = ""
+    thread_id: str = ""  # the first run of its follow-up thread (its own id when it starts one)
+    follow_ups: int = 0  # as listed by ``list_threads``: the runs that followed the first
+    thread_question: str = ""  # as listed by ``list_threads``: the first run's question
 
     @property
     def total_tokens(self) -> int:
@@ -119,6 +124,7 @@ class RunStore:
             pk="run_id",
             if_not_exists=True,
         )
+        self._ensure_thread_column()
         self.db.table(EVENTS).create(
             {"run_id": str, "seq": int, "type": str, "ts": float, "data": str},
             pk=("run_id", "seq"),
@@ -142,6 +148,23 @@ class RunStore:
         )
         self.db.table(RUNS).create_index(["started_at"], if_not_exists=True)
 
+    def _ensure_thread_column(self) -> None:
+        """History files written before follow-ups have no ``thread_id``: it is added
+        (empty: each old run is a thread of its own). A file that cannot be changed
+        (read-only) is still read, each run on its own."""
+        self.threads = "thread_id" in self.db.table(RUNS).columns_dict
+        if self.threads:
+            return
+        try:
+            with self.db.conn:
+                self.db.execute(f"ALTER TABLE {RUNS} ADD COLUMN thread_id TEXT")
+            self.threads = True
+        except sqlite3.OperationalError as exc:
+            # another connection may have added it meanwhile ("duplicate column name")
+            self.threads = "thread_id" in self.db.table(RUNS).columns_dict
+            if not self.threads:
+                log.info("history %s: no thread column (%s); follow-ups are not grouped", self.path, exc)
+
     # -- writing ------------------------------------------------------------
 
     def start_run(
@@ -154,10 +177,13 @@ class RunStore:
         collections: Sequence[str] = (),
         budget: Any = None,
         started_at: float | None = None,
+        thread_id: str = "",
     ) -> None:
+        thread = {"thread_id": thread_id or run_id} if self.threads else {}
         with self.db.conn:
             self.db.table(RUNS).upsert(
                 {
+                    **thread,
                     "run_id": run_id,
                     "question": question,
                     "mode": mode,
@@ -229,6 +255,13 @@ class RunStore:
                 },
             )
 
+    def delete_thread(self, run_id: str) -> int:
+        """Delete every run of the thread ``run_id`` belongs to; how many were deleted."""
+        runs = [r.run_id for r in self.thread_runs(run_id)]
+        for one in runs:
+            self.delete_run(one)
+        return len(runs)
+
     def delete_run(self, run_id: str) -> bool:
         with self.db.conn:
             found = self.db.execute(f"SELECT 1 FROM {RUNS} WHERE run_id = ?", [run_id]).fetchone() is not None
@@ -240,6 +273,41 @@ class RunStore:
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         rows = self.db.query(f"SELECT * FROM {RUNS} ORDER BY started_at DESC LIMIT ?", [limit])
+        return [_summary(row) for row in rows]
+
+    def list_threads(self, limit: int = 50) -> list[RunSummary]:
+        """One row per thread (a run and its follow-ups), newest first: its latest run,
+        with ``follow_ups`` and ``thread_question`` (the first run's question) filled in."""
+        if not self.threads:
+            return self.list_runs(limit)
+        rows = self.db.query(
+            f"""
+            SELECT r.*, t.n - 1 AS follow_ups, t.first_question AS thread_question
+            FROM {RUNS} r JOIN (
+                SELECT COALESCE(NULLIF(thread_id, ''), run_id) AS tid, MAX(started_at) AS last, COUNT(*) AS n,
+                       (SELECT f.question FROM {RUNS} f WHERE f.run_id = COALESCE(NULLIF(g.thread_id, ''), g.run_id))
+                           AS first_question
+                FROM {RUNS} g GROUP BY tid
+            ) t ON COALESCE(NULLIF(r.thread_id, ''), r.run_id) = t.tid AND r.started_at = t.last
+            ORDER BY r.started_at DESC LIMIT ?
+            """,
+            [limit],
+        )
+        return [_summary(row) for row in rows]
+
+    def thread_runs(self, run_id: str) -> list[RunSummary]:
+        """Every run of the thread ``run_id`` (an id or a unique prefix) belongs to, oldest
+        first; [] when there is no such run."""
+        summary = self.get_run(run_id)
+        if summary is None:
+            return []
+        if not self.threads:
+            return [summary]
+        thread = summary.thread_id or summary.run_id
+        rows = self.db.query(
+            f"SELECT * FROM {RUNS} WHERE COALESCE(NULLIF(thread_id, ''), run_id) = ? ORDER BY started_at, run_id",
+            [thread],
+        )
         return [_summary(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunSummary | None:
@@ -378,6 +446,9 @@ def _summary(row: dict[str, Any]) -> RunSummary:
         calls=int(_number(row.get("calls"))),
         report_markdown=_text(row.get("report_markdown")),
         message=_text(row.get("message")),
+        thread_id=_text(row.get("thread_id")) or _text(row.get("run_id")),
+        follow_ups=int(_number(row.get("follow_ups"))),
+        thread_question=_text(row.get("thread_question")) or _text(row.get("question")),
     )
 
 

@@ -1,4 +1,8 @@
-"""History: past runs, newest first; open (replay), delete, export."""
+"""History: past runs, newest first; open (replay), delete, export.
+
+A run and its follow-up questions are one entry (a thread): its first question,
+with how many follow-ups it has; opening it shows the whole thread, deleting
+it deletes the whole thread."""
 
 from __future__ import annotations
 
@@ -75,11 +79,12 @@ class HistoryPanel(QWidget):
                 if not run.stop_reason or run.stop_reason == "completed"
                 else f"{run.status} ({run.stop_reason})"
             )
-            item = QTreeWidgetItem([run.question, run.mode, status, f"{run.total_tokens:,}", when])
+            item = QTreeWidgetItem([thread_label(run), run.mode, status, f"{run.total_tokens:,}", when])
             item.setData(0, RUN_ID_ROLE, run.run_id)
+            latest = f"\nLatest follow-up: {run.question}" if run.follow_ups else ""
             item.setToolTip(
                 0,
-                f"{run.question}\n{run.model} · {duration(run.elapsed_s)}"
+                f"{run.thread_question or run.question}{latest}\n{run.model} · {duration(run.elapsed_s)}"
                 + (f"\n{run.message}" if run.message else ""),
             )
             self.runs.addTopLevelItem(item)
@@ -111,3 +116,11 @@ class HistoryPanel(QWidget):
         run_id = self.selected_run()
         if run_id:
             self.deleteRequested.emit(run_id)
+
+
+def thread_label(run: RunSummary) -> str:
+    """A History entry's question: the thread's first, with its follow-ups counted."""
+    if not run.follow_ups:
+        return run.question
+    n = run.follow_ups
+    return f"{run.thread_question or run.question}  (+{n} follow-up{'' if n == 1 else 's'})"

@@ -17,6 +17,7 @@ from app.core.paths import AppPaths
 from app.ui.tasks import run_blocking
 
 if TYPE_CHECKING:
+    from app.research.follow_up import Prior
     from app.store.event_log import EventLog
     from app.store.research_runs import RunStore, RunSummary
 
@@ -48,6 +49,23 @@ class HistoryStore:
     async def read_events(self, run_id: str) -> EventLog:
         """The run's readable events and what was skipped (for a replay that says so)."""
         return await self._call(lambda store: store.read_events(run_id))
+
+    async def list_threads(self, limit: int = 200) -> list[RunSummary]:
+        """One row per thread (a run and its follow-ups): its latest run."""
+        return await self._call(lambda store: store.list_threads(limit))
+
+    async def read_thread(self, run_id: str) -> list[EventLog]:
+        """The events of every run of ``run_id``'s thread, oldest run first."""
+        return await self._call(lambda store: [store.read_events(r.run_id) for r in store.thread_runs(run_id)])
+
+    async def load_prior(self, run_id: str) -> Prior:
+        """What a follow-up of ``run_id`` starts from; FollowUpError says why there is none."""
+        from app.research.follow_up import load_prior
+
+        return await self._call(lambda store: load_prior(store, run_id))
+
+    async def delete_thread(self, run_id: str) -> int:
+        return await self._call(lambda store: store.delete_thread(run_id))
 
     async def get_run(self, run_id: str) -> RunSummary | None:
         return await self._call(lambda store: store.get_run(run_id))

@@ -167,6 +167,7 @@ class MainWindow(QMainWindow):
         runs.modelName.connect(self.model_label.setText)
         runs.historyChanged.connect(self.history_panel.set_runs)
         runs.runOpened.connect(self._on_run_opened)
+        self.presenter.finished.connect(self._offer_follow_up)
 
     def _build_actions(self) -> None:
         def action(text: str, slot: Any, *keys: QKeySequence | str) -> QAction:
@@ -267,7 +268,7 @@ class MainWindow(QMainWindow):
             self.research_panel.question.setFocus()
             return
         panel = self.research_panel
-        self.runs.start(question, panel.mode_name(), panel.scope(), panel.budget())
+        self.runs.start(question, panel.mode_name(), panel.scope(), panel.budget(), follows=panel.follows)
 
     def _on_running(self, running: bool) -> None:
         self.research_panel.set_running(running)
@@ -315,7 +316,13 @@ class MainWindow(QMainWindow):
         finally:
             self.history_panel.open_button.setEnabled(True)
 
+    def _offer_follow_up(self, *_: object) -> None:
+        """A finished report (or a thread reopened) can be followed up."""
+        steps = self.presenter.steps
+        self.research_panel.set_followable(steps[-1][0] if steps else None, self.presenter.question)
+
     def _on_run_opened(self, started: RunStarted | None) -> None:
+        self._offer_follow_up()
         if started is not None:
             self.research_panel.restore(started)
             missing = [c for c in started.collections if c not in self.research_panel.collection_names()]
@@ -328,8 +335,10 @@ class MainWindow(QMainWindow):
 
     async def _delete_run(self, run_id: str) -> None:
         summary = next((r for r in self.history_panel.summaries if r.run_id == run_id), None)
-        question = summary.question if summary else run_id
-        if not await ask_yes_no(self, "Delete run", f"Delete the run “{question[:80]}” from the history?"):
+        question = (summary.thread_question or summary.question) if summary else run_id
+        n = summary.follow_ups if summary else 0
+        more = f" and its {n} follow-up{'' if n == 1 else 's'}" if n else ""
+        if not await ask_yes_no(self, "Delete run", f"Delete the run “{question[:80]}”{more} from the history?"):
             return
         await self.runs.delete_run(run_id)
 

@@ -1,5 +1,9 @@
 """The research panel: the question, mode, scope and budget; Run and Stop;
-the live tree with a detail pane for the selected node."""
+the live tree with a detail pane for the selected node.
+
+Under a finished report, *Ask a follow-up* turns the question box into a
+follow-up of the thread shown ("Follow-up to: …", with *New question* to start
+fresh); :attr:`ResearchPanel.follows` is then the run it continues."""
 
 from __future__ import annotations
 
@@ -96,6 +100,28 @@ class ResearchPanel(QWidget):
         self.stop_button.setObjectName("stopButton")
         self.stop_button.setToolTip("Stop the run and keep what it found (Esc)")
         self.stop_button.clicked.connect(self.stopRequested)
+        self.follow_up_button = QPushButton("Ask a follow-up")
+        self.follow_up_button.setObjectName("followUpButton")
+        self.follow_up_button.setToolTip(
+            "Ask a question that continues this research: it sees the report and its sources"
+        )
+        self.follow_up_button.clicked.connect(self.ask_follow_up)
+        self.follow_up_label = QLabel()
+        self.follow_up_label.setObjectName("followUpLabel")
+        self.follow_up_label.setWordWrap(True)
+        self.new_question_button = QPushButton("New question")
+        self.new_question_button.setObjectName("newQuestionButton")
+        self.new_question_button.setToolTip("Start a new research instead of a follow-up")
+        self.new_question_button.clicked.connect(self.start_fresh)
+        self.follow_up_bar = QWidget()
+        bar = QHBoxLayout(self.follow_up_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.follow_up_label, 1)
+        bar.addWidget(self.new_question_button)
+        self.follow_up_bar.hide()
+        self.follows = ""  # the run a follow-up continues ("" for a new question)
+        self._running = False
+        self._followable: tuple[str, str] | None = None  # (latest run id, question) of the thread shown
 
         form = QFormLayout()
         row = QHBoxLayout()
@@ -118,6 +144,7 @@ class ResearchPanel(QWidget):
         limits.addStretch(1)
         form.addRow("Limits", limits)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.follow_up_button)
         buttons.addStretch(1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.run_button)
@@ -147,6 +174,7 @@ class ResearchPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addWidget(title)
+        layout.addWidget(self.follow_up_bar)
         layout.addWidget(self.question)
         layout.addLayout(form)
         layout.addLayout(buttons)
@@ -154,6 +182,7 @@ class ResearchPanel(QWidget):
 
     # -- state ------------------------------------------------------------
     def set_running(self, running: bool, ready: bool = True) -> None:
+        self._running = running
         self.run_button.setEnabled(ready and not running)
         self.stop_button.setEnabled(running)
         self.stop_button.setText("Stop")
@@ -167,6 +196,41 @@ class ResearchPanel(QWidget):
             self.top_k,
         ):
             widget.setEnabled(not running)
+        self.follow_up_button.setEnabled(not running and self._followable is not None and not self.follows)
+        self.new_question_button.setEnabled(not running)
+
+    # -- follow-ups -------------------------------------------------------
+    def set_followable(self, run_id: str | None, question: str = "") -> None:
+        """The thread shown (its latest finished run and first question) can be followed
+        up, or (None) it cannot; a follow-up being typed is dropped."""
+        self._followable = (run_id, question) if run_id else None
+        self._set_follows("")
+
+    def ask_follow_up(self) -> None:
+        """Type a follow-up to the thread shown: the next Run continues it."""
+        if self._followable is None:
+            return
+        run_id, question = self._followable
+        self._set_follows(run_id, question)
+        self.question.clear()
+        self.question.setFocus()
+
+    def start_fresh(self) -> None:
+        """Drop the follow-up: the next Run is a new research."""
+        self._set_follows("")
+        self.question.setFocus()
+
+    def _set_follows(self, run_id: str, question: str = "") -> None:
+        self.follows = run_id
+        self.follow_up_label.setText(f"Follow-up to: {' '.join(question.split())}" if run_id else "")
+        self.follow_up_bar.setVisible(bool(run_id))
+        self.question.setPlaceholderText(
+            "Ask a follow-up question…  (Ctrl+Enter runs)"
+            if run_id
+            else "Ask a question about your documents…  (Ctrl+Enter runs, Esc stops)"
+        )
+        self.run_button.setText("Ask follow-up" if run_id else "Run")
+        self.follow_up_button.setEnabled(self._followable is not None and not run_id and not self._running)
 
     def set_stopping(self) -> None:
         """Stop was asked for: the run is ending (saving what it found); not twice."""
@@ -253,7 +317,7 @@ class ResearchPanel(QWidget):
 
     def _expand_subtree(self, index: QModelIndex) -> None:
         """Open rounds, sub-queries and plans (so their chunks show); reasoning stays one line."""
-        if index.data(KIND_ROLE) not in ("round", "subquery", "plan", "reflection"):
+        if index.data(KIND_ROLE) not in ("round", "subquery", "plan", "reflection", "followup"):
             return
         self.tree.expand(index)
         for row in range(self.tree_model.rowCount(index)):

@@ -85,21 +85,30 @@ class RunController(QObject):
     def running(self) -> bool:
         return self._run_task is not None and not self._run_task.done()
 
-    def start(self, question: str, mode: str, scope: Any, budget: Any) -> asyncio.Task[Any] | None:
-        """Start a run (None while one runs); ``runningChanged(True)`` is emitted at once."""
+    def start(self, question: str, mode: str, scope: Any, budget: Any, follows: str = "") -> asyncio.Task[Any] | None:
+        """Start a run (None while one runs); ``runningChanged(True)`` is emitted at once.
+        ``follows``: the run it is a follow-up question of (the thread shown stays)."""
         if self.running:
             return None
         self.runningChanged.emit(True)  # at once, so a second click cannot start a second run
         self._stopping = False
-        self.presenter.reset()
-        self._run_task = self.tasks.start(self._run(question, mode, scope, budget), "research run")
+        if not follows:
+            self.presenter.reset()
+        self._run_task = self.tasks.start(self._run(question, mode, scope, budget, follows), "research run")
         return self._run_task
 
-    async def _run(self, question: str, mode: str, scope: Any, budget: Any) -> None:
+    async def _run(self, question: str, mode: str, scope: Any, budget: Any, follows: str = "") -> None:
         services = self.services
         self._clock.start()
         stream: AsyncIterator[ResearchEvent] | None = None
+        prior = None
         try:
+            if follows:
+                try:
+                    prior = await services.history.load_prior(follows)
+                except FathomError as exc:
+                    self.problem.emit(str(exc))
+                    return
             if (empty := await self._nothing_to_search(scope)) is not None:  # before any model loads
                 self.problem.emit(f"Add documents first: {empty} {ADD_DOCUMENTS}")
                 return
@@ -119,7 +128,13 @@ class RunController(QObject):
                 self.problem.emit(services.model_notice)
             self.modelName.emit(getattr(services.model, "model_name", ""))
             stream = engine.run(
-                question, mode=mode, scope=scope, budget=budget, run_id=self._run_id, options=self.run_options or None
+                question,
+                mode=mode,
+                scope=scope,
+                budget=budget,
+                run_id=self._run_id,
+                options=self.run_options or None,
+                follow_up=prior,
             )
             async for event in stream:
                 self.presenter.feed(event)
@@ -187,16 +202,17 @@ class RunController(QObject):
     # -- history ----------------------------------------------------------
     async def refresh_history(self) -> None:
         try:
-            runs = await self.services.history.list_runs()
+            runs = await self.services.history.list_threads()
         except Exception as exc:
             self.message.emit(f"The history could not be read: {exc}", 8000)
             return
         self.historyChanged.emit(runs)
 
     async def open_run(self, run_id: str) -> None:
-        """Show a recorded run exactly as its events describe it."""
-        stored = await self.services.history.read_events(run_id)
-        research = stored.replay_events()  # with a note when some events could not be read
+        """Show a recorded run exactly as its events describe it: with its follow-ups,
+        the whole thread it belongs to."""
+        thread = await self.services.history.read_thread(run_id)
+        research = [e for stored in thread for e in stored.replay_events()]  # with a note when some were unreadable
         self.presenter.replay(research)
         started = next((e for e in research if isinstance(e, RunStarted)), None)
         if not any(isinstance(e, (Finished, Failed)) for e in research):
@@ -205,8 +221,10 @@ class RunController(QObject):
         self.update_status()
 
     async def delete_run(self, run_id: str) -> None:
-        await self.services.history.delete_run(run_id)
-        if self.presenter.run_id == run_id and not self.running:
+        """Delete the run, with the follow-ups of its thread."""
+        shown = {r for r, _, _ in self.presenter.steps} | {self.presenter.run_id}
+        await self.services.history.delete_thread(run_id)
+        if run_id in shown and not self.running:
             self.presenter.reset()
             self.update_status()
         await self.refresh_history()

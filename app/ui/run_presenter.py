@@ -4,6 +4,12 @@ Events are folded into the engine's ``TreeBuilder`` as they arrive (cheap);
 the Qt model is brought up to date once per frame (``FRAME_MS``) from the
 builder's tree, so a burst of events costs one diff, not one repaint each.
 Report deltas go to the report view, which re-renders on its own throttle.
+
+A follow-up question (a run whose ``RunStarted.follows`` is set, fed after the
+run it continues) does not clear what is shown: its tree grows as a branch, and
+its report is shown after the earlier ones, as one thread
+(:func:`app.research.follow_up.thread_markdown`). Replaying a thread is feeding
+its runs' events in order.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from app.core.events import (
     TableReady,
     UsageUpdated,
 )
-from app.core.models import EntityTable, Evidence, Report
-from app.research.citations import first_cited, sentence_support
+from app.core.models import Citation, EntityTable, Evidence, Report
+from app.research.citations import first_cited, sentence_support, split_report
+from app.research.follow_up import section_heading, thread_markdown
 from app.research.tree import TreeBuilder
 from app.ui.report_view import ReportView
 from app.ui.table_view import EntityTableView
@@ -73,6 +80,9 @@ class RunPresenter(QObject):
         self.evidence: dict[int, Evidence] = {}
         self.report: Report | None = None
         self.table: EntityTable | None = None
+        self.steps: list[tuple[str, str, Report]] = []  # the thread shown: (run id, question, report)
+        self.asking = ""  # the question of the run being fed (a follow-up's own)
+        self.following = False  # the run being fed is a follow-up of the thread shown
         self._dirty = False
         self.model.clear()
         self.report_view.clear_report()
@@ -85,13 +95,21 @@ class RunPresenter(QObject):
             self.builder.apply(event)
             self._dirty = True
         if isinstance(event, RunStarted):
-            self.run_id, self.question, self.mode = event.run_id, event.question, event.mode
+            self.following = bool(event.follows) and bool(self.steps)
+            if self.following:  # the thread's title stays its first question
+                self._next_in_thread()
+            else:
+                self.question = event.question
+            self.run_id, self.mode, self.asking = event.run_id, event.mode, event.question
             self.started_at = event.ts
             self.started_monotonic = time.monotonic() if live else None
             self.state = "running"
             self.changed.emit()
         elif isinstance(event, ReportStarted):
             self.report_view.clear_report()
+            if self.following:  # the earlier answers stay above the one being written
+                earlier, _ = split_report(thread_markdown([(q, r) for _, q, r in self.steps]))
+                self.report_view.append_markdown(f"{earlier.rstrip()}\n\n{section_heading(self.asking)}\n\n")
         elif isinstance(event, ReportDelta):
             self.report_view.append_markdown(event.text)
         elif isinstance(event, EvidenceAdded):
@@ -113,6 +131,8 @@ class RunPresenter(QObject):
             self.message = event.message
             self.elapsed_s = event.elapsed_s
             self.tokens = event.usage.total_tokens or self.tokens
+            if self.following:
+                self._show_thread()
             self.flush()
             self.report_view.flush()
             self.changed.emit()
@@ -137,6 +157,40 @@ class RunPresenter(QObject):
         report = self.report = event.report
         if report.evidence:  # the report's numbering (cited sources first) replaces the run's
             self.evidence = {e.number: e for e in report.evidence}
+        if self.following:
+            self.steps.append((event.run_id, self.asking, report))
+            self._show_thread()
+        else:
+            self.steps = [(event.run_id, self.asking, report)]
+            self._show_report(report)
+        if event.report.table is not None:
+            self._show_table(event.report.table)
+        self.flush()
+        self.report_view.flush()
+        self.changed.emit()
+        self.finished.emit(event)
+
+    def _next_in_thread(self) -> None:
+        """A follow-up starts: the run's own counters start again; the thread stays."""
+        self.tokens = self.calls = 0
+        self.stop_reason = self.message = ""
+        self.elapsed_s = None
+        self.report = None
+
+    def _show_thread(self) -> None:
+        """The thread's answers as one report: each follow-up a section, one Sources list."""
+        markdown = thread_markdown([(q, r) for _, q, r in self.steps])
+        citations: list[Citation] = [c for _, _, r in self.steps for c in r.citations]
+        cited = set(first_cited(markdown, self.evidence))
+        self.report_view.show_finished(
+            markdown,
+            known=set(self.evidence),
+            citations=citations,
+            support=sentence_support(markdown, citations),
+            consulted=[e for n, e in sorted(self.evidence.items()) if n not in cited],
+        )
+
+    def _show_report(self, report: Report) -> None:
         view = self.report_view
         markdown = report.markdown
         if not markdown.strip() and view.markdown_text().strip():
@@ -149,12 +203,6 @@ class RunPresenter(QObject):
             support=report.support or sentence_support(markdown, report.citations),
             consulted=[e for n, e in sorted(self.evidence.items()) if n not in cited],
         )
-        if event.report.table is not None:
-            self._show_table(event.report.table)
-        self.flush()
-        self.report_view.flush()
-        self.changed.emit()
-        self.finished.emit(event)
 
     def _show_table(self, table: EntityTable) -> None:
         self.table = table

@@ -23,7 +23,9 @@ def _first_line(text: str, limit: int = _REASONING_PREVIEW) -> str:
 
 
 def to_view(root: TreeNode) -> ViewNode:
-    running = root.status == "running"
+    # while a follow-up runs, only its branch is running: the first run's nodes are done
+    follow_ups = any(child.kind == "followup" for child in root.children)
+    running = root.status == "running" and not follow_ups
     return ViewNode(
         node_id=root.node_id,
         kind="root",
@@ -114,6 +116,11 @@ def _convert(node: TreeNode, running: bool, last_round: str | None) -> ViewNode:
     elif kind == "report":
         status = "running" if running else "done"
         result = "writing…" if running else "written"
+    elif kind == "followup":  # a follow-up question's branch: its own run
+        running, last_round = node.status == "running", _last_of(node, "round")
+        evidence = int(d.get("evidence", 0))
+        result = f"{evidence} new source{'' if evidence == 1 else 's'}" if not running else "researching…"
+        status = "done" if node.status == "finished" else node.status
     return ViewNode(
         node_id=node.node_id,
         kind=kind,

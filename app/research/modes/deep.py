@@ -79,22 +79,25 @@ async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool = Tr
     """The first round's queries: the question itself (when ``keep_original``) plus sub-queries."""
     cap = max(1, ctx.budget.max_subqueries)
     if cap == 1 and keep_original:  # only the question itself fits: no call needed
-        return clean_queries([ctx.question], seen, 1)
+        return clean_queries([*ctx.follow_up_queries(1), ctx.question], seen, 1)
+    rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
     messages = [
         prompts.system(
             "You plan searches over a private document library.",
             f"Break the user's question into at most {cap} short, self-contained search queries that "
             "together cover everything the question asks. Use the question's own subject and terms. "
             "Do not answer the question.",
+            prompts.DATA_RULE if earlier else "",
+            rule,
         ),
-        prompts.user(prompts.question_block(ctx.question)),
+        prompts.user(earlier, prompts.question_block(ctx.question)),
     ]
     value = await ctx.call_structured("root", messages, decompose_schema(cap), default={"sub_queries": []})
     proposed = value.get("sub_queries", []) if isinstance(value, dict) else []
     proposed = proposed if isinstance(proposed, list) else []
-    first = [ctx.question] if keep_original else []
+    first = [ctx.question, *ctx.follow_up_queries()] if keep_original else []
     queries = clean_queries([*first, *proposed], seen, cap)
-    return queries or clean_queries([ctx.question], set(), 1)
+    return queries or clean_queries([*ctx.follow_up_queries(1), ctx.question], set(), 1)
 
 
 def _passages(hits: Sequence[Hit], max_chars: int, focus: str) -> str:
@@ -322,7 +325,7 @@ async def plan_round(ctx: RunContext, queries: Sequence[str], origin: str) -> tu
 
 async def run_mode(ctx: RunContext) -> Report:
     ctx.source_view = REPORT_VIEW
-    seen: set[str] = set()
+    seen: set[str] = ctx.searched_before()  # a follow-up does not repeat its thread's searches
     verdicts: dict[str, bool] = {}
     searched: list[str] = []
     queries: list[str] = []

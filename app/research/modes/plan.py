@@ -121,6 +121,7 @@ def plan_steps(value: Any, max_steps: int) -> list[str]:
 
 
 async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
+    rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
     messages = [
         prompts.system(
             "You plan research over a private document library.",
@@ -130,8 +131,9 @@ async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
             "is that earlier step's number; it is replaced by that step's finding. Use the question's "
             "own terms. Do not answer the question.",
             prompts.DATA_RULE,
+            rule,
         ),
-        prompts.user(f"Library overview:\n{view}", prompts.question_block(ctx.question)),
+        prompts.user(f"Library overview:\n{view}", earlier, prompts.question_block(ctx.question)),
     ]
     value = await ctx.call_structured("root", messages, plan_schema(max_steps), default={"steps": []})
     return plan_steps(value, max_steps) or [ctx.question]

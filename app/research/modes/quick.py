@@ -10,7 +10,9 @@ from app.research.context import RunContext
 async def run_mode(ctx: RunContext) -> Report:
     round_node, round_no = ctx.start_round()
     subquery = ctx.plan_subquery(ctx.question, parent_id=round_node, round_no=round_no, origin="original")
-    (hits,) = await ctx.search([subquery])
-    for hit in hits:
-        ctx.add_evidence(hit, subquery.text)
+    # a follow-up also searches, by rule, for what it asks beyond the earlier answers
+    extra = [ctx.plan_subquery(q, parent_id=round_node, round_no=round_no) for q in ctx.follow_up_queries(1)]
+    for sq, hits in zip([subquery, *extra], await ctx.search([subquery, *extra]), strict=True):
+        for hit in hits:
+            ctx.add_evidence(hit, sq.text)
     return await ctx.write_report()
