@@ -78,13 +78,9 @@ def run(args: argparse.Namespace) -> int:
 def _thread(store: object, run_id: str) -> tuple[str, str] | None:
     """The thread ``run_id`` belongs to, when it has follow-ups: its first question and
     its answers as one report (None when it has none)."""
-    from app.research.follow_up import thread_markdown
+    from app.research.follow_up import thread_markdown, thread_steps
     from app.store.research_runs import RunStore
 
     assert isinstance(store, RunStore)
-    steps = []
-    for run in store.thread_runs(run_id):
-        report = store.load_report(run.run_id)
-        if report is not None:
-            steps.append((run.question, report))
+    steps = thread_steps(store, run_id)
     return (steps[0][0], thread_markdown(steps)) if len(steps) > 1 else None

@@ -170,6 +170,17 @@ def thread_markdown(steps: Sequence[tuple[str, Report]]) -> str:
     return text + (f"\n## {after_sources.rstrip()}\n" if after_sources else "")
 
 
+def thread_steps(store: RunStore, run_id: str) -> list[tuple[str, Report]]:
+    """The answered questions of the thread run ``run_id`` belongs to, oldest first:
+    each run's question and report (runs without a report are left out)."""
+    steps = []
+    for run in store.thread_runs(run_id):
+        report = store.load_report(run.run_id)
+        if report is not None:
+            steps.append((run.question, report))
+    return steps
+
+
 def section_heading(question: str) -> str:
     """The heading of a follow-up's section (the question on one line)."""
     return FOLLOW_UP_HEADING + " ".join(question.split())

@@ -81,3 +81,8 @@ def test_ask_a_follow_up_from_the_command_line(shared_data: Path, tmp_path: Path
         assert shown.returncode == 0, shown.stderr
         assert shown.stdout.startswith(f"# {FIRST}")
         assert f"## Follow-up: {FOLLOW_UP}" in shown.stdout and shown.stdout.count(SOURCES_HEADING) == 1
+
+    for run_id in (first_id, second_id):  # either run exports the whole thread, as the window shows it
+        exported = fathom("export", run_id, "--format", "md", "-o", "-")
+        assert exported.returncode == 0, exported.stderr
+        assert "Follow-up:" in exported.stdout and exported.stdout.count(SOURCES_HEADING) == 1, exported.stdout[:400]
