@@ -1,0 +1,60 @@
+"""How long a research run goes without showing the user anything new.
+
+A user sees a run move through: the status line's text (``PhaseChanged``), a
+report token (``ReportDelta``) and the research tree (a node inserted or its
+state changed: a round, a sub-query, its hits, a judgement, a reflection, a
+plan step, the report node, a checked citation, the table, the end).
+Bookkeeping that changes no text a user reads is not counted: token totals
+(``UsageUpdated``), the evidence counter (``EvidenceAdded``) and the model's
+hidden reasoning (``ReasoningDelta``, shown only when a node is opened).
+
+The silent gap is the longest time between two consecutive visible events,
+by their timestamps (``Event.ts``, taken when the engine made them). Used by
+``tests/bench/bench_ui.py`` (the figure in README) and by the real-model tests,
+Qt-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.core import events as ev
+
+INVISIBLE: tuple[type[ev.Event], ...] = (ev.UsageUpdated, ev.EvidenceAdded, ev.ReasoningDelta)
+
+
+def is_visible(event: ev.Event) -> bool:
+    """Whether ``event`` changes something the user reads (see the module)."""
+    return isinstance(event, ev.ResearchEvent) and not isinstance(event, INVISIBLE)
+
+
+def describe(event: ev.Event) -> str:
+    """The event in a few words, for a gap's report."""
+    text = getattr(event, "text", None) or getattr(event, "message", None) or ""
+    if isinstance(event, ev.ReportDelta):
+        text = ""
+    return f"{event.kind}({str(text)[:50]!r})" if text else event.kind
+
+
+@dataclass(frozen=True)
+class Gap:
+    """The longest silence of a run: its length and the events on either side."""
+
+    seconds: float
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"{self.seconds:.2f} s (after {self.before}, before {self.after})"
+
+
+def longest_gap(events: Sequence[ev.Event]) -> Gap:
+    """The longest time between consecutive visible events of one run."""
+    shown = [e for e in events if is_visible(e)]
+    best = Gap(0.0, "", "")
+    for previous, event in zip(shown, shown[1:], strict=False):
+        seconds = event.ts - previous.ts
+        if seconds > best.seconds:
+            best = Gap(seconds, describe(previous), describe(event))
+    return best
