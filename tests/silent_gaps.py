@@ -16,6 +16,7 @@ Qt-free.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ def longest_gap(events: Sequence[ev.Event]) -> Gap:
     """The longest time between consecutive visible events of one run."""
     shown = [e for e in events if is_visible(e)]
     best = Gap(0.0, "", "")
-    for previous, event in zip(shown, shown[1:], strict=False):
+    for previous, event in itertools.pairwise(shown):
         seconds = event.ts - previous.ts
         if seconds > best.seconds:
             best = Gap(seconds, describe(previous), describe(event))

@@ -1,4 +1,5 @@
-"""The event stream of one research run: emit events, make node ids, post notices.
+"""The event stream of one research run: emit events, make node ids, post notices,
+say what the run is doing (``phase``).
 
 Every other part of a run (model calls, search, evidence, the report) emits
 through one :class:`RunEvents`; the engine reads the stream.
@@ -7,18 +8,27 @@ through one :class:`RunEvents`; the engine reads the stream.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 
-from app.core.events import ROOT_NODE, Notice, ResearchEvent
+from app.core.events import ROOT_NODE, Notice, PhaseChanged, ResearchEvent
+
+# a phase's count is re-sent at most this often (its start and its last count always are)
+PHASE_COUNT_INTERVAL_S = 0.25
 
 
 class RunEvents:
     """Emits a run's events (to ``emit``, the engine's queue) and numbers its nodes."""
 
-    def __init__(self, run_id: str, emit: Callable[[ResearchEvent], None]) -> None:
+    def __init__(
+        self, run_id: str, emit: Callable[[ResearchEvent], None], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.run_id = run_id
         self._emit = emit
         self._ids = itertools.count(1)
+        self._clock = clock
+        self._phase: PhaseChanged | None = None  # the last one sent
+        self._phase_at = 0.0
 
     def emit(self, event: ResearchEvent) -> None:
         self._emit(event)
@@ -28,3 +38,40 @@ class RunEvents:
 
     def notice(self, message: str, *, level: str = "info", node_id: str = ROOT_NODE) -> None:
         self.emit(Notice(run_id=self.run_id, message=message, level=level, node_id=node_id))
+
+    def phase(
+        self,
+        phase: str,
+        text: str,
+        *,
+        done: int = 0,
+        total: int = 0,
+        node_id: str = ROOT_NODE,
+        update: bool = False,
+    ) -> None:
+        """Say what the run is doing now (``PhaseChanged``), unless it says so already.
+
+        An ``update`` (a count advancing, see :meth:`count`) is sent only when
+        :data:`PHASE_COUNT_INTERVAL_S` has passed since the last one, or when it is
+        the last (``done == total``): a fast phase sends few events, never one per
+        token. A phase's start is always sent."""
+        last, now = self._phase, self._clock()
+        if last is not None and (last.phase, last.text, last.done, last.total, last.node_id) == (
+            phase,
+            text,
+            done,
+            total,
+            node_id,
+        ):
+            return
+        if update and not (total and done >= total) and now - self._phase_at < PHASE_COUNT_INTERVAL_S:
+            return
+        event = PhaseChanged(run_id=self.run_id, phase=phase, text=text, done=done, total=total, node_id=node_id)
+        self._phase, self._phase_at = event, now
+        self.emit(event)
+
+    def count(self, done: int) -> None:
+        """Advance the current phase's count to ``done`` (an update: throttled)."""
+        last = self._phase
+        if last is not None:
+            self.phase(last.phase, last.text, done=done, total=last.total, node_id=last.node_id, update=True)

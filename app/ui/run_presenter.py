@@ -4,6 +4,8 @@ Events are folded into the engine's ``TreeBuilder`` as they arrive (cheap);
 the Qt model is brought up to date once per frame (``FRAME_MS``) from the
 builder's tree, so a burst of events costs one diff, not one repaint each.
 Report deltas go to the report view, which re-renders on its own throttle.
+What the run is doing now (``PhaseChanged``) is kept as ``phase`` for the
+status line; it changes no tree, and a replayed run has none.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from app.core.events import (
     Failed,
     Finished,
     Notice,
+    PhaseChanged,
     ReportDelta,
     ReportStarted,
     ResearchEvent,
@@ -69,6 +72,7 @@ class RunPresenter(QObject):
         self.state = "idle"  # idle | running | finished | cancelled | failed
         self.stop_reason = ""
         self.message = ""
+        self.phase = ""  # what a live run is doing now, for the status line ("" when not known)
         self.elapsed_s: float | None = None
         self.evidence: dict[int, Evidence] = {}
         self.report: Report | None = None
@@ -81,7 +85,7 @@ class RunPresenter(QObject):
     # -- feeding ----------------------------------------------------------
     def feed(self, event: ResearchEvent, *, live: bool = True) -> None:
         self.events.append(event)
-        if not isinstance(event, ReportDelta):
+        if not isinstance(event, (ReportDelta, PhaseChanged)):
             self.builder.apply(event)
             self._dirty = True
         if isinstance(event, RunStarted):
@@ -90,6 +94,10 @@ class RunPresenter(QObject):
             self.started_monotonic = time.monotonic() if live else None
             self.state = "running"
             self.changed.emit()
+        elif isinstance(event, PhaseChanged):
+            if live:
+                self.phase = event.line
+                self.changed.emit()
         elif isinstance(event, ReportStarted):
             self.report_view.clear_report()
         elif isinstance(event, ReportDelta):
