@@ -9,7 +9,11 @@ Bookkeeping that changes no text a user reads is not counted: token totals
 hidden reasoning (``ReasoningDelta``, shown only when a node is opened).
 
 The silent gap is the longest time between two consecutive visible events,
-by their timestamps (``Event.ts``, taken when the engine made them). Used by
+by their timestamps (``Event.ts``, taken when the engine made them). While a
+model reads its prompt it shows nothing; the status line then says how long
+it has waited (``PhaseChanged.waited_s``, about once a second). Those
+keep-alive lines count as visible; ``progress_only=True`` leaves them out,
+which gives the longest wait for real progress (one model call's silence). Used by
 ``tests/bench/bench_ui.py`` (the figure in README) and by the real-model tests,
 Qt-free.
 """
@@ -25,8 +29,10 @@ from app.core import events as ev
 INVISIBLE: tuple[type[ev.Event], ...] = (ev.UsageUpdated, ev.EvidenceAdded, ev.ReasoningDelta)
 
 
-def is_visible(event: ev.Event) -> bool:
+def is_visible(event: ev.Event, *, progress_only: bool = False) -> bool:
     """Whether ``event`` changes something the user reads (see the module)."""
+    if progress_only and isinstance(event, ev.PhaseChanged) and event.waited_s > 0:
+        return False
     return isinstance(event, ev.ResearchEvent) and not isinstance(event, INVISIBLE)
 
 
@@ -50,9 +56,9 @@ class Gap:
         return f"{self.seconds:.2f} s (after {self.before}, before {self.after})"
 
 
-def longest_gap(events: Sequence[ev.Event]) -> Gap:
+def longest_gap(events: Sequence[ev.Event], *, progress_only: bool = False) -> Gap:
     """The longest time between consecutive visible events of one run."""
-    shown = [e for e in events if is_visible(e)]
+    shown = [e for e in events if is_visible(e, progress_only=progress_only)]
     best = Gap(0.0, "", "")
     for previous, event in itertools.pairwise(shown):
         seconds = event.ts - previous.ts

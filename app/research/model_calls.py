@@ -7,7 +7,9 @@ under the wall-time deadline, counts its tokens into the run's account
 a malformed structured reply crash the run (``call_structured`` returns the
 given default and posts a Notice). A ``call_text`` given a ``phase`` says on
 the status line how many words the model has written so far (a reply nobody
-sees as it is written must not leave the window silent).
+sees as it is written must not leave the window silent), and while any call
+shows nothing (the model reads its prompt) the status line says how long it
+has waited.
 """
 
 from __future__ import annotations
@@ -43,10 +45,17 @@ class ModelCalls:
 
     @asynccontextmanager
     async def _slot(self) -> AsyncIterator[None]:
+        """Wait for a slot (budgets checked before and after); while the call holds
+        it, the status line is kept alive (:meth:`RunEvents.keep_alive`)."""
         self.account.check()
         async with self._semaphore:
             self.account.check()
-            yield
+            alive = asyncio.create_task(self.events.keep_alive(), name=f"keep-alive-{self.events.run_id}")
+            try:
+                yield
+            finally:
+                alive.cancel()
+                await asyncio.wait({alive})  # a cancellation of this call itself still propagates
 
     def _account(self, usage: Usage | None) -> None:
         if usage is None:

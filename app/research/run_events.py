@@ -1,5 +1,5 @@
 """The event stream of one research run: emit events, make node ids, post notices,
-say what the run is doing (``phase``).
+say what the run is doing (``phase``) and that it is still at it (``keep_alive``).
 
 Every other part of a run (model calls, search, evidence, the report) emits
 through one :class:`RunEvents`; the engine reads the stream.
@@ -7,14 +7,30 @@ through one :class:`RunEvents`; the engine reads the stream.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable
 
-from app.core.events import ROOT_NODE, Notice, PhaseChanged, ResearchEvent
+from app.core.events import (
+    ROOT_NODE,
+    EvidenceAdded,
+    Notice,
+    PhaseChanged,
+    ReasoningDelta,
+    ResearchEvent,
+    UsageUpdated,
+)
 
 # a phase's count is re-sent at most this often (its start and its last count always are)
 PHASE_COUNT_INTERVAL_S = 0.25
+# while a model call shows nothing (it reads its prompt), the status line says how long
+# it has waited once the run has shown nothing new for this long, checked this often
+KEEP_ALIVE_S = 1.0
+KEEP_ALIVE_CHECK_S = 0.2
+# events that change nothing a user reads (token totals, the evidence counter, reasoning shown collapsed)
+UNSEEN = (UsageUpdated, EvidenceAdded, ReasoningDelta)
 
 
 class RunEvents:
@@ -27,10 +43,13 @@ class RunEvents:
         self._emit = emit
         self._ids = itertools.count(1)
         self._clock = clock
-        self._phase: PhaseChanged | None = None  # the last one sent
+        self._phase: PhaseChanged | None = None  # the last one sent (without its wait)
         self._phase_at = 0.0
+        self._seen_at = clock()  # when the user was last shown something new
 
     def emit(self, event: ResearchEvent) -> None:
+        if not isinstance(event, UNSEEN):
+            self._seen_at = self._clock()
         self._emit(event)
 
     def new_node_id(self, prefix: str = "n") -> str:
@@ -75,3 +94,17 @@ class RunEvents:
         last = self._phase
         if last is not None:
             self.phase(last.phase, last.text, done=done, total=last.total, node_id=last.node_id, update=True)
+
+    async def keep_alive(self) -> None:
+        """Until cancelled (it runs beside one model call): whenever the run has shown
+        nothing new for :data:`KEEP_ALIVE_S`, say the current phase again with how
+        long this wait has lasted, so the status line never sits still while a model
+        reads a long prompt."""
+        started = self._clock()
+        while True:
+            await asyncio.sleep(KEEP_ALIVE_CHECK_S)
+            now = self._clock()
+            if self._phase is None or now - self._seen_at < KEEP_ALIVE_S:
+                continue
+            waited = max(1, round(now - started))
+            self.emit(dataclasses.replace(self._phase, waited_s=waited, ts=time.time()))

@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, make_chunk, verdicts
+from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, delayed, make_chunk, verdicts
+from silent_gaps import longest_gap
 
 from app.commands.ask import Progress
 from app.core.events import CitationChecked, Finished, PhaseChanged, ReportDelta, ResearchEvent
 from app.core.models import Budget
 from app.llm.base import Message
-from app.research import phases
+from app.research import phases, run_events
 from app.research.engine import ResearchEngine
 from app.research.model_calls import new_words
 from app.research.run_events import PHASE_COUNT_INTERVAL_S, RunEvents
@@ -242,6 +243,23 @@ async def test_a_streamed_reply_nobody_sees_counts_its_words(timeline: list[Any]
     assert thinking[0].line == "Deciding what to search next (turn 1)"
     # the scripted model streams faster than the throttle: the count goes out when 0.25 s have passed
     assert all(e.text.startswith("Deciding what to search next (turn 1) — ") for e in thinking[1:])
+
+
+async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_events, "KEEP_ALIVE_S", 0.2)  # the real 1 s, scaled down with the scripted delay
+    monkeypatch.setattr(run_events, "KEEP_ALIVE_CHECK_S", 0.02)
+    model = delayed(ScriptedModel({"citation_check": verdicts()}, text=REPORT), 0.7)  # silent before its reply
+    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick"))
+    assert isinstance(events[-1], Finished)
+    waits = [e for e in events if isinstance(e, PhaseChanged) and e.waited_s]
+    assert [e.line for e in waits][:1] == ["Writing the report (1 s)"]
+    assert {e.phase for e in waits} == {"write", "check"}  # both calls waited; the search did not
+    assert longest_gap(events).seconds < 0.5  # 0.2 s and the check's tick, not the 0.7 s calls
+    assert longest_gap(events, progress_only=True).seconds > 0.6  # what the keep-alive covered
+    # once the report streams, nothing more is said about waiting until the next call
+    first_delta = next(i for i, e in enumerate(events) if isinstance(e, ReportDelta))
+    check = next(i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check")
+    assert not any(isinstance(e, PhaseChanged) and e.waited_s for e in events[first_delta:check])
 
 
 def test_fathom_ask_prints_a_line_when_a_phase_starts_not_for_its_counts() -> None:
