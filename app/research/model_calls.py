@@ -50,12 +50,8 @@ class ModelCalls:
         self.account.check()
         async with self._semaphore:
             self.account.check()
-            alive = asyncio.create_task(self.events.keep_alive(), name=f"keep-alive-{self.events.run_id}")
-            try:
+            async with self.events.kept_alive():
                 yield
-            finally:
-                alive.cancel()
-                await asyncio.wait({alive})  # a cancellation of this call itself still propagates
 
     def _account(self, usage: Usage | None) -> None:
         if usage is None:

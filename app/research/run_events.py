@@ -11,7 +11,8 @@ import asyncio
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from app.core.events import (
     ROOT_NODE,
@@ -95,8 +96,18 @@ class RunEvents:
         if last is not None:
             self.phase(last.phase, last.text, done=done, total=last.total, node_id=last.node_id, update=True)
 
+    @asynccontextmanager
+    async def kept_alive(self) -> AsyncIterator[None]:
+        """Run :meth:`keep_alive` beside the body (a model call, a search); it ends with it."""
+        alive = asyncio.create_task(self.keep_alive(), name=f"keep-alive-{self.run_id}")
+        try:
+            yield
+        finally:
+            alive.cancel()
+            await asyncio.wait({alive})  # a cancellation of the body itself still propagates
+
     async def keep_alive(self) -> None:
-        """Until cancelled (it runs beside one model call): whenever the run has shown
+        """Until cancelled (it runs beside a model call or a search): whenever the run has shown
         nothing new for :data:`KEEP_ALIVE_S`, say the current phase again with how
         long this wait has lasted, so the status line never sits still while a model
         reads a long prompt."""

@@ -71,7 +71,8 @@ async def global_view(ctx: RunContext) -> str:
     ctx.events.phase(phases.SURVEY, phases.surveying(len(collections)))
     for number, collection in enumerate(collections, 1):
         try:
-            sample = await ctx.library.sample_chunks(collection.name, SAMPLE_CHUNKS)
+            async with ctx.events.kept_alive():
+                sample = await ctx.library.sample_chunks(collection.name, SAMPLE_CHUNKS)
         except Exception as exc:  # the view is an aid: a failing sample must not end the run
             ctx.notice(f"Could not sample collection {collection.name} ({exc}).", level="warning")
             sample = []
