@@ -107,15 +107,18 @@ class RunEvents:
             await asyncio.wait({alive})  # a cancellation of the body itself still propagates
 
     async def keep_alive(self) -> None:
-        """Until cancelled (it runs beside a model call or a search): whenever the run has shown
-        nothing new for :data:`KEEP_ALIVE_S`, say the current phase again with how
-        long this wait has lasted, so the status line never sits still while a model
-        reads a long prompt."""
+        """Until cancelled (it runs beside a model call or a search): each whole second
+        of the wait in which the run has shown nothing new for about
+        :data:`KEEP_ALIVE_S`, say the current phase again with how long this wait has
+        lasted, so the status line never sits still while a model reads a long prompt."""
         started = self._clock()
+        said = 0  # the last tick said: one a KEEP_ALIVE_S, so the line counts 1 s, 2 s, 3 s… without a skip
         while True:
             await asyncio.sleep(KEEP_ALIVE_CHECK_S)
             now = self._clock()
-            if self._phase is None or now - self._seen_at < KEEP_ALIVE_S:
+            tick = int((now - started) / KEEP_ALIVE_S)
+            if self._phase is None or tick <= said or now - self._seen_at < KEEP_ALIVE_S - KEEP_ALIVE_CHECK_S:
                 continue
+            said = tick
             waited = max(1, round(now - started))
             self.emit(dataclasses.replace(self._phase, waited_s=waited, ts=time.time()))
