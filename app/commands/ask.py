@@ -220,7 +220,9 @@ def _save_table(final: Any, path: Path, err: Any) -> int:
 
 
 class Progress:
-    """One line per step of the run on stderr: sub-queries, chunks found, tokens."""
+    """One line per step of the run on stderr: what it is doing (a line each time it
+    starts a new phase: the window's status line, without its counts), sub-queries,
+    chunks found, tokens."""
 
     def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
         self.stream = stream
@@ -228,6 +230,7 @@ class Progress:
         self.evidence = 0
         self.tokens = 0
         self.queries: dict[str, str] = {}
+        self.phase = ""  # the last phase line printed
 
     def say(self, text: str) -> None:
         if not self.quiet:
@@ -239,9 +242,9 @@ class Progress:
             Failed,
             Finished,
             Notice,
+            PhaseChanged,
             PlanWritten,
             Reflected,
-            ReportStarted,
             RoundStarted,
             RunStarted,
             SearchFinished,
@@ -254,6 +257,10 @@ class Progress:
         if isinstance(event, RunStarted):
             where = ", ".join(event.collections) or "all collections"
             self.say(f"Researching ({event.mode}, {event.model or 'model'}) over {where}: {event.question}")
+        elif isinstance(event, PhaseChanged):
+            if event.done == 0 and event.text != self.phase:  # a phase starts (its updates are not printed)
+                self.phase = event.text
+                self.say(f"… {event.text}")
         elif isinstance(event, RoundStarted):
             self.say(f"Round {event.round_no}")
         elif isinstance(event, PlanWritten):
@@ -279,8 +286,6 @@ class Progress:
                 self.say(f"  ! {event.message}")
         elif isinstance(event, UsageUpdated):
             self.tokens = event.total.total_tokens
-        elif isinstance(event, ReportStarted):
-            self.say(f"Writing the report from {self.evidence} sources…")
         elif isinstance(event, Finished):
             self.say(
                 f"Done in {event.elapsed_s:.1f} s: {describe_stop(event.stop_reason)} "

@@ -219,6 +219,38 @@ class Notice(ResearchEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PhaseChanged(ResearchEvent):
+    """What the run is doing now, in words a user understands (the status line).
+
+    ``phase`` names the step for code (``decompose``, ``search``, ``judge``, …);
+    ``text`` says it in plain English ("Reading 12 passages"); ``done`` of
+    ``total`` counts its progress where there is a count (``total`` 0: none).
+    Sent when a phase starts (``done`` 0) and, a few times a second at most, as
+    it advances (``done`` > 0: an update of the phase already announced, e.g.
+    its count, or the words a model has written so far, said in ``text``);
+    ``node_id`` is the tree node the phase works on. ``waited_s`` > 0: the same
+    phase again, still waiting that many seconds on a model that shows nothing
+    while it reads its prompt (sent about once a second while it lasts).
+    """
+
+    phase: str
+    text: str
+    done: int = 0
+    total: int = 0
+    node_id: str = ROOT_NODE
+    waited_s: int = 0
+
+    @property
+    def line(self) -> str:
+        """The status line: the text, with its count once one item is done ("Reading 12 passages — 5 of 12")
+        and how long it has waited ("Deciding what is still missing (4 s)")."""
+        line = self.text
+        if self.total > 0 and self.done > 0:
+            line = f"{line} — {min(self.done, self.total)} of {self.total}"
+        return f"{line} ({self.waited_s} s)" if self.waited_s > 0 else line
+
+
+@dataclass(frozen=True, kw_only=True)
 class Finished(ResearchEvent):
     report: Report
     usage: Usage

@@ -5,7 +5,8 @@
 - ``modes/``: the research loops (``deep``, ``plan``, ``table``, ``hds``, ``quick``), each
   ``run_mode(ctx)``; ``modes/__init__.py`` names them;
 - ``context.py``: ``RunContext``, all a mode sees of its run, made of its parts:
-  ``run_events.py`` (events, node ids, notices), ``budget.py`` (budgets and what was spent),
+  ``run_events.py`` (events, node ids, notices, what the run is doing now: the status
+  line, in the words of ``phases.py``), ``budget.py`` (budgets and what was spent),
   ``model_calls.py`` (every model call), ``evidence.py`` (the ``[n]`` evidence table) and
   ``report.py`` (the report), plus searching the library;
 - the report's citations: ``citations.py`` (``[n]`` in the text, pure) and

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.core.models import Citation
 from app.llm.base import Message
-from app.research import prompts
+from app.research import phases, prompts
 from app.research.model_calls import ModelCalls
 from app.research.run_events import RunEvents
 from app.research.snippets import focused
@@ -85,6 +85,7 @@ async def check_citations(
     if not citations:
         return []
     checked = list(citations[:MAX_CHECKED])
+    events.phase(phases.CHECK, phases.checking(len(checked)), node_id="report")
     messages = check_messages(checked, source_text, prompt_chars)
     value = await calls.call_structured("report", messages, check_schema(len(checked)), default={"verdicts": []})
     raw = value.get("verdicts", []) if isinstance(value, dict) else []

@@ -218,12 +218,13 @@ class RunContext:
         groups: dict[tuple[str, ...], list[int]] = {}
         for i, req in enumerate(allowed):
             groups.setdefault(req.collections or self.scope.collections, []).append(i)
-        for names, indices in groups.items():
-            hits = await self.library.search(
-                [allowed[i].text for i in indices], collections=list(names) or None, mode=mode, top_k=k
-            )
-            for i, found in zip(indices, hits, strict=False):
-                results[i] = list(found)
+        async with self.events.kept_alive():  # a slow search keeps the status line alive too
+            for names, indices in groups.items():
+                hits = await self.library.search(
+                    [allowed[i].text for i in indices], collections=list(names) or None, mode=mode, top_k=k
+                )
+                for i, found in zip(indices, hits, strict=False):
+                    results[i] = list(found)
         for req, found in zip(allowed, results, strict=False):
             self.emit(SearchFinished(run_id=self.run_id, node_id=req.node_id, hits=tuple(found), search_mode=mode))
         return results

@@ -5,7 +5,11 @@
 under the wall-time deadline, counts its tokens into the run's account
 (``UsageUpdated``), shows the model's reasoning under the node, and never lets
 a malformed structured reply crash the run (``call_structured`` returns the
-given default and posts a Notice).
+given default and posts a Notice). A ``call_text`` given a ``phase`` says on
+the status line how many words the model has written so far (a reply nobody
+sees as it is written must not leave the window silent), and while any call
+shows nothing (the model reads its prompt) the status line says how long it
+has waited.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from app.core.errors import StructuredOutputError
 from app.core.events import ReasoningDelta, UsageUpdated
 from app.core.models import Usage
 from app.llm.base import ChatModel, Message
+from app.research import phases
 from app.research.budget import RunAccount
 from app.research.run_events import RunEvents
 
@@ -40,10 +45,13 @@ class ModelCalls:
 
     @asynccontextmanager
     async def _slot(self) -> AsyncIterator[None]:
+        """Wait for a slot (budgets checked before and after); while the call holds
+        it, the status line is kept alive (:meth:`RunEvents.keep_alive`)."""
         self.account.check()
         async with self._semaphore:
             self.account.check()
-            yield
+            async with self.events.kept_alive():
+                yield
 
     def _account(self, usage: Usage | None) -> None:
         if usage is None:
@@ -103,9 +111,25 @@ class ModelCalls:
         *,
         temperature: float = WRITE_TEMPERATURE,
         max_tokens: int = TEXT_MAX_TOKENS,
+        phase: tuple[str, str] | None = None,
     ) -> str:
-        """A plain-text reply; its reasoning is shown under ``node_id``."""
-        return await self.stream_text(node_id, messages, temperature=temperature, max_tokens=max_tokens)
+        """A plain-text reply; its reasoning is shown under ``node_id``. With ``phase``
+        (name, text), the status line says it, then counts the words written."""
+        if phase is None:
+            return await self.stream_text(node_id, messages, temperature=temperature, max_tokens=max_tokens)
+        name, text = phase
+        words, last = 0, " "
+        self.events.phase(name, text, node_id=node_id)
+
+        def on_text(piece: str) -> None:
+            nonlocal words, last
+            words += new_words(piece, last)
+            last = piece[-1:] or last
+            self.events.phase(name, phases.writing(text, words), done=words, node_id=node_id, update=True)
+
+        return await self.stream_text(
+            node_id, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
+        )
 
     async def stream_text(
         self,
@@ -159,3 +183,15 @@ class ModelCalls:
                     return "".join(parts)
                 raise self.account.timeout_hit() from None
         return "".join(parts)
+
+
+def new_words(piece: str, before: str = " ") -> int:
+    """How many words a streamed ``piece`` starts, ``before`` being the character
+    just before it: a word starts where a non-space follows a space."""
+    count = 0
+    previous = before
+    for char in piece:
+        if previous.isspace() and not char.isspace():
+            count += 1
+        previous = char
+    return count

@@ -27,7 +27,7 @@ from app.core.events import CitationChecked, ReportDelta, ReportStarted
 from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report, SentenceSupport
 from app.llm.base import Message
 from app.research import citations as cit
-from app.research import follow_up, prompts
+from app.research import follow_up, phases, prompts
 from app.research.budget import RunAccount, describe_stop
 from app.research.citation_check import check_citations
 from app.research.evidence import EvidenceRegistry
@@ -228,6 +228,7 @@ class ReportWriter:
         of the report, outside the citation check."""
         run_id = self.events.run_id
         self.account.finishing = True
+        self.events.phase(phases.WRITE, phases.WRITING, node_id=REPORT_NODE)
         self.events.emit(ReportStarted(run_id=run_id))
         head = preface.strip() + "\n\n" if preface.strip() else ""
         if head:
@@ -304,6 +305,7 @@ class ReportWriter:
             ),
             prompts.user(prompts.question_block(self.question), prompts.fence("report", body, max_chars=3000)),
         ]
+        self.events.phase(phases.SHORT_ANSWER, phases.SHORT_ANSWERING, node_id=REPORT_NODE)
         value = await self.calls.call_structured(
             REPORT_NODE, messages, ANSWER_SCHEMA, default={"answer": ""}, max_tokens=64
         )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.core.events import ROOT_NODE
 from app.core.models import Collection
-from app.research import prompts
+from app.research import phases, prompts
 from app.research.context import RunContext
 
 ROUTE_SCHEMA = prompts.object_schema(
@@ -28,8 +29,9 @@ ROUTE_SCHEMA = prompts.object_schema(
 )
 
 
-async def route(ctx: RunContext, queries: Sequence[str]) -> list[tuple[str, ...]]:
-    """Collections for each query: skipped (scope as is) when there is one collection or none."""
+async def route(ctx: RunContext, queries: Sequence[str], *, node_id: str = ROOT_NODE) -> list[tuple[str, ...]]:
+    """Collections for each query: skipped (scope as is) when there is one collection or none;
+    the status line says so under ``node_id`` (the round)."""
     collections: list[Collection] = await ctx.collections()
     if len(collections) <= 1:
         return [() for _ in queries]
@@ -47,6 +49,7 @@ async def route(ctx: RunContext, queries: Sequence[str]) -> list[tuple[str, ...]
         ),
         prompts.user(f"Collections:\n{listing}", f"Queries:\n{numbered}"),
     ]
+    ctx.events.phase(phases.ROUTE, phases.choosing_collections(len(queries)), node_id=node_id)
     value = await ctx.call_structured("root", messages, ROUTE_SCHEMA, default={"routes": []})
     chosen: dict[int, tuple[str, ...]] = {}
     for item in value.get("routes", []) if isinstance(value, dict) else []:

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 CONTEXT_CHUNKS = 2  # neighbouring chunks shown on each side in the source viewer
 CLOCK_MS = 500  # how often the elapsed time of a running run is shown again
 
+LOADING = "Loading the model…"
 ADD_DOCUMENTS = "Drop a folder or files on the window, or use “Add folder…” in the Library."
 
 _STATES = {"idle": "Ready", "running": "Running…", "finished": "Finished", "cancelled": "Stopped", "failed": "Failed"}
@@ -112,7 +113,7 @@ class RunController(QObject):
             if (empty := await self._nothing_to_search(scope)) is not None:  # before any model loads
                 self.problem.emit(f"Add documents first: {empty} {ADD_DOCUMENTS}")
                 return
-            self.stateText.emit("Loading the model…")
+            self.stateText.emit(LOADING)
             try:
                 engine = await services.engine()
             except Exception as exc:
@@ -192,8 +193,13 @@ class RunController(QObject):
         self._closing = True
 
     def update_status(self) -> None:
+        """The status line: what a running run is doing now (its phase, or Stopping…),
+        else the run's state; then the counters."""
         p = self.presenter
-        if p.state != "idle" or self.services.library is not None:
+        if self.running and p.state in ("idle", "running"):
+            doing = (p.phase or _STATES["running"]) if p.state == "running" else LOADING
+            self.stateText.emit("Stopping…" if self._stopping else doing)
+        elif p.state != "idle" or self.services.library is not None:
             stopped_early = p.state == "finished" and p.stop_reason not in ("", "completed")
             self.stateText.emit(f"Finished ({p.stop_reason})" if stopped_early else _STATES.get(p.state, p.state))
         idle = p.state == "idle"

@@ -10,6 +10,9 @@ run it continues) does not clear what is shown: its tree grows as a branch, and
 its report is shown after the earlier ones, as one thread
 (:func:`app.research.follow_up.thread_markdown`). Replaying a thread is feeding
 its runs' events in order.
+
+What the run is doing now (``PhaseChanged``) is kept as ``phase`` for the
+status line; it changes no tree, and a replayed run has none.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from app.core.events import (
     Failed,
     Finished,
     Notice,
+    PhaseChanged,
     ReportDelta,
     ReportStarted,
     ResearchEvent,
@@ -76,6 +80,7 @@ class RunPresenter(QObject):
         self.state = "idle"  # idle | running | finished | cancelled | failed
         self.stop_reason = ""
         self.message = ""
+        self.phase = ""  # what a live run is doing now, for the status line ("" when not known)
         self.elapsed_s: float | None = None
         self.evidence: dict[int, Evidence] = {}
         self.report: Report | None = None
@@ -91,7 +96,7 @@ class RunPresenter(QObject):
     # -- feeding ----------------------------------------------------------
     def feed(self, event: ResearchEvent, *, live: bool = True) -> None:
         self.events.append(event)
-        if not isinstance(event, ReportDelta):
+        if not isinstance(event, (ReportDelta, PhaseChanged)):
             self.builder.apply(event)
             self._dirty = True
         if isinstance(event, RunStarted):
@@ -105,6 +110,10 @@ class RunPresenter(QObject):
             self.started_monotonic = time.monotonic() if live else None
             self.state = "running"
             self.changed.emit()
+        elif isinstance(event, PhaseChanged):
+            if live:
+                self.phase = event.line
+                self.changed.emit()
         elif isinstance(event, ReportStarted):
             self.report_view.clear_report()
             if self.following:  # the earlier answers stay above the one being written

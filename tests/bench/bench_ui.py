@@ -1,11 +1,18 @@
 """Window benchmarks: event-loop stall while the library opens, while ingesting,
 during a research run, while a run stops, while a past run opens from History
-and while a report is exported to PDF; and the time from launch to the window
-shown (cold and warm).
+and while a report is exported to PDF; the time from launch to the window
+shown (cold and warm); and the longest silent gap of a research run in each
+mode (``--silence``).
 
 Run: ``.venv/bin/python tests/bench/bench_ui.py [--files N] [--skip-research]``
 (offscreen by default). Prints the figures; nothing is asserted (the window
 tests assert a generous bound with the same monitor).
+
+Silence: ``tests/bench/bench_ui.py --silence [--modes deep plan ...] [--files N]``
+runs one research per mode through the window with the starter model and
+prints, per mode, the longest time the run showed the user nothing new
+(no status-line text, no report token, no tree change; ``tests/silent_gaps.py``,
+from the events' timestamps) and the status lines it showed.
 
 Stall: a 10 ms QTimer runs on the GUI thread (``tests/stall_monitor.py``); the
 gaps between its ticks are what a user feels. Reported: max and p99 of the
@@ -37,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from locate_data import shared_data_dir  # noqa: E402
+from silent_gaps import longest_gap  # noqa: E402
 from stall_monitor import Stall, StallMonitor  # noqa: E402
 
 SHARED = shared_data_dir()
@@ -134,20 +142,8 @@ async def until(condition: Any, timeout_s: float = 600.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
-    import qasync
-    from PySide6.QtWidgets import QApplication
-
-    from app.core.paths import AppPaths
-    from app.core.settings import Settings
-    from app.ui.main_window import MainWindow
-    from app.ui.services import Services
-    from app.ui.theme import apply_theme
-
-    app = QApplication.instance() or QApplication([])
-    apply_theme(app)  # type: ignore[arg-type]
-    app.setQuitOnLastWindowClosed(False)  # type: ignore[union-attr]
-    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
+def docs_folder(tmp: Path, files: int | None) -> Path:
+    """milvus-docs, or a copy of its first ``files`` Markdown pages under ``tmp``."""
     source = SHARED / "milvus-docs"
     if files:
         docs = tmp / "milvus-docs"
@@ -157,6 +153,14 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, target)
         source = docs
+    return source
+
+
+def window_settings(tmp: Path) -> tuple[Any, Any]:
+    """(settings, paths) of a fresh data dir under ``tmp``, the starter model in-process."""
+    from app.core.paths import AppPaths
+    from app.core.settings import Settings
+
     paths = AppPaths(tmp / "config", tmp / "data", tmp / "cache").ensure()
     base = Settings()
     settings = dataclasses.replace(
@@ -164,6 +168,30 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
         model=dataclasses.replace(base.model, backend="llamacpp"),
         ui=dataclasses.replace(base.ui, first_run_done=True),
     )
+    return settings, paths
+
+
+def qt_app() -> Any:
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.theme import apply_theme
+
+    app = QApplication.instance() or QApplication([])
+    apply_theme(app)  # type: ignore[arg-type]
+    app.setQuitOnLastWindowClosed(False)  # type: ignore[union-attr]
+    return app
+
+
+def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
+    import qasync
+
+    from app.ui.main_window import MainWindow
+    from app.ui.services import Services
+
+    app = qt_app()
+    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
+    source = docs_folder(tmp, files)
+    settings, paths = window_settings(tmp)
     loop = qasync.QEventLoop(app)
     monitor = StallMonitor()
     if os.environ.get("FATHOM_BENCH_WATCHDOG"):
@@ -214,6 +242,73 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
             await bench_export(window, monitor, tmp / "report.pdf")
         if screenshot is not None:
             await take_screenshot(window, screenshot)
+        window.close()
+        await window.shutdown()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- silence -----------------------------------------------------------------
+
+
+def bench_silence(files: int | None, modes: list[str], question: str, rounds: int) -> None:
+    """One run per mode through the window: the longest silent gap of each, and the
+    status lines the window showed (every distinct text of its state label)."""
+    import qasync
+
+    from app.ui.main_window import MainWindow
+    from app.ui.services import Services
+
+    app = qt_app()
+    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-silence-"))
+    source = docs_folder(tmp, files)
+    settings, paths = window_settings(tmp)
+    loop = qasync.QEventLoop(app)
+
+    async def main() -> None:
+        window = MainWindow(Services(settings, paths))
+        window.show()
+        await window.start()
+        library = await window.services.open_library()
+        async for _event in library.ingest([source], "milvus"):
+            pass
+        await window.library_panel.controller.refresh()
+        await window.services.engine()  # the model loads once, before the first run is timed
+        shown: list[str] = []
+
+        def on_state(text: str) -> None:
+            if not shown or shown[-1] != text:
+                shown.append(text)
+
+        window.runs.stateText.connect(on_state)
+        window.runs.run_options = {"report_max_tokens": 400}  # as `fathom ask` runs the starter model
+        rows = []
+        for mode in modes:
+            panel = window.research_panel
+            panel.question.setPlainText(question)
+            panel.mode.setCurrentIndex(panel.mode.findData(mode))
+            panel.rounds.setValue(rounds)
+            done = asyncio.Event()
+            window.presenter.finished.connect(lambda _e, done=done: done.set())
+            shown.clear()
+            started = time.perf_counter()
+            window.run_research()
+            await done.wait()
+            if window.runs.run_task is not None:
+                await asyncio.wait({window.runs.run_task})
+            took = time.perf_counter() - started
+            gap = longest_gap(window.presenter.events)
+            wait = longest_gap(window.presenter.events, progress_only=True)
+            rows.append((mode, gap.seconds, wait.seconds))
+            print(f"{mode}: longest silent gap {gap} in a {took:.1f} s run", flush=True)
+            print(f"  longest wait for progress (keep-alive lines left out): {wait}", flush=True)
+            print(f"  {len(shown)} status lines: " + " | ".join(shown[:12]) + (" | …" if len(shown) > 12 else ""))
+        print("longest silent gap per mode: " + ", ".join(f"{m} {g:.2f} s" for m, g, _ in rows), flush=True)
+        print("longest wait for progress per mode: " + ", ".join(f"{m} {w:.2f} s" for m, _, w in rows), flush=True)
         window.close()
         await window.shutdown()
 
@@ -294,8 +389,14 @@ def main() -> None:
     parser.add_argument("--skip-stall", action="store_true")
     parser.add_argument("--question", default="What is Milvus Lite and how do I install it?")
     parser.add_argument("--screenshot", type=Path, help="after the run, save a picture of the window here")
+    parser.add_argument("--silence", action="store_true", help="only the longest silent gap of a run per mode")
+    parser.add_argument("--modes", nargs="+", default=["quick", "deep", "plan", "table", "hds"])
+    parser.add_argument("--rounds", type=int, default=2, help="--silence: research rounds per run")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if args.silence:
+        bench_silence(args.files, args.modes, args.question, args.rounds)
+        return
     if not args.skip_launch:
         bench_launch()
     if not args.skip_stall:

@@ -36,6 +36,7 @@ SAMPLES: list[ev.Event] = [
     ev.TableReady(run_id="r", table=TABLE),
     ev.UsageUpdated(run_id="r", total=Usage(10, 5, 1.5, "m", 2)),
     ev.Notice(run_id="r", message="careful", level="warning"),
+    ev.PhaseChanged(run_id="r", phase="judge", text="Reading 12 passages", done=5, total=12, node_id="round1"),
     ev.Finished(
         run_id="r",
         report=Report("# Hi", evidence=(EVIDENCE,), open_questions=("why",), table=TABLE),

@@ -28,7 +28,7 @@ from typing import Any
 from app.core.events import ChunkJudged, Reflected
 from app.core.models import Chunk, Hit, Report, SubQuery
 from app.llm.base import Message
-from app.research import prompts
+from app.research import phases, prompts
 from app.research.bridging import bridge_queries
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
@@ -92,6 +92,7 @@ async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool = Tr
         ),
         prompts.user(earlier, prompts.question_block(ctx.question)),
     ]
+    ctx.events.phase(phases.DECOMPOSE, phases.splitting(cap))
     value = await ctx.call_structured("root", messages, decompose_schema(cap), default={"sub_queries": []})
     proposed = value.get("sub_queries", []) if isinstance(value, dict) else []
     proposed = proposed if isinstance(proposed, list) else []
@@ -176,6 +177,9 @@ async def judge_round(
     round, or under an earlier sub-query of this round) keeps its verdict and is
     not shown to the model again. ``verdicts`` (chunk id -> relevant) carries that
     memory between rounds.
+
+    The status line says how many passages are read, and counts them as each
+    call returns.
     """
     assigned: set[str] = set()
     fresh_lists = []
@@ -183,12 +187,31 @@ async def judge_round(
         fresh = [h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned]
         assigned.update(h.chunk.chunk_id for h in fresh)
         fresh_lists.append(fresh)
+    total = sum(len(fresh) for fresh in fresh_lists)
+    if total:
+        node = subqueries[0].parent_id if subqueries else "root"
+        ctx.events.phase(phases.JUDGE, phases.reading(total), total=total, node_id=node)
+    read = 0
+
+    def counted(passages: int) -> None:
+        nonlocal read
+        read += passages
+        ctx.events.count(read)
+
     outcomes: list[Any]
     if grouped:
         outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
+        counted(total)
     else:
+
+        async def judged(sq: SubQuery, fresh: list[Hit]) -> list[Hit]:
+            try:
+                return await judge(ctx, sq, fresh)
+            finally:
+                counted(len(fresh))
+
         outcomes = await asyncio.gather(
-            *(judge(ctx, sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
+            *(judged(sq, fresh) for sq, fresh in zip(subqueries, fresh_lists, strict=True)),
             return_exceptions=True,
         )
     error: BaseException | None = None
@@ -244,6 +267,7 @@ async def bridge_hop(
     if not queries:
         return []
     subqueries = [ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin="bridge") for q in queries]
+    ctx.events.phase(phases.BRIDGE, phases.following(len(queries)), node_id=round_node)
     results = await ctx.search(subqueries, top_k=min(BRIDGE_TOP_K, ctx.budget.top_k))
     await judge_round(ctx, subqueries, results, verdicts=verdicts, grouped=True)
     return queries
@@ -294,6 +318,7 @@ async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], see
     docs = prompts.fence_many(items, max_chars=REFLECT_VIEW.chars, total_chars=ctx.prompt_chars)
     default: dict[str, Any] = {"done": True, "summary": "", "gap_queries": []}
     messages = reflect_messages(ctx, searched, docs, REFLECT_TASK)
+    ctx.events.phase(phases.REFLECT, phases.REFLECTING, node_id=round_node)
     value = await ctx.call_structured(round_node, messages, REFLECT_SCHEMA, default=default)
     if not isinstance(value, dict):
         value = default
@@ -309,7 +334,7 @@ async def plan_round(ctx: RunContext, queries: Sequence[str], origin: str) -> tu
     """Start a round and plan its sub-queries, each routed to its collections:
     ``(round node, round number, sub-queries)``."""
     round_node, round_no = ctx.start_round()
-    collections = await route(ctx, queries)
+    collections = await route(ctx, queries, node_id=round_node)
     subqueries = [
         ctx.plan_subquery(
             q,
@@ -334,6 +359,7 @@ async def run_mode(ctx: RunContext) -> Report:
         queries = await decompose(ctx, seen, keep_original=True)
         while queries:
             round_node, round_no, subqueries = await plan_round(ctx, queries, origin)
+            ctx.events.phase(phases.SEARCH, phases.searching(len(subqueries)), node_id=round_node)
             results = await ctx.search(subqueries)
             searched += queries
             queries = []

@@ -25,7 +25,7 @@ from typing import Any
 
 from app.core.events import ROOT_NODE, ReasoningDelta
 from app.core.models import Hit, Report
-from app.research import prompts
+from app.research import phases, prompts
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 from app.research.hds_protocol import (
@@ -85,9 +85,12 @@ def _visible_turn(text: str) -> str:
     return visible.strip()
 
 
-async def _turn(ctx: RunContext, log: str, extra: str = "", max_tokens: int | None = None) -> str:
+async def _turn(
+    ctx: RunContext, log: str, status: tuple[str, str], extra: str = "", max_tokens: int | None = None
+) -> str:
+    """One turn of the model; ``status`` (phase, text) is what the status line says meanwhile."""
     limit = max_tokens or int(ctx.options.get("hds_turn_tokens", TURN_TOKENS))
-    text = await ctx.call_text(HDS_NODE, _messages(ctx, log, extra), temperature=0.1, max_tokens=limit)
+    text = await ctx.call_text(HDS_NODE, _messages(ctx, log, extra), temperature=0.1, max_tokens=limit, phase=status)
     reasoning, _ = split_think(text)
     if reasoning:
         ctx.emit(ReasoningDelta(run_id=ctx.run_id, node_id=HDS_NODE, text=reasoning))
@@ -106,6 +109,8 @@ async def _search(
         ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin=o)
         for q, o in zip(queries, origins, strict=True)
     ]
+    what = "question" if origins == ["original"] else "query"
+    ctx.events.phase(phases.SEARCH, phases.searching(len(queries), what=what), node_id=round_node)
     results = await ctx.search(subqueries, mode=mode, top_k=top_k or min(HITS_PER_QUERY, ctx.budget.top_k))
     labelled: list[tuple[str, list[tuple[int, Hit]]]] = []
     for sq, hits in zip(subqueries, results, strict=True):
@@ -124,7 +129,7 @@ async def run_mode(ctx: RunContext) -> Report:
         log = await _search(ctx, [ctx.question], ROOT_NODE, 0, ["original"], top_k=ctx.budget.top_k)
         while answer is None:
             round_node, round_no = ctx.start_round()
-            text = await _turn(ctx, log)
+            text = await _turn(ctx, log, (phases.THINK, phases.thinking(round_no)))
             visible = _visible_turn(text)
             candidates = raw_queries(visible)
             if not candidates:
@@ -157,7 +162,7 @@ async def run_mode(ctx: RunContext) -> Report:
     if answer is None and len(ctx.evidence):
         # budget exhausted (or nothing new to search): one forced final-answer turn
         ctx.account.finishing = True
-        text = await _turn(ctx, log, FINAL_INSTRUCTION, max_tokens=FINAL_TOKENS)
+        text = await _turn(ctx, log, (phases.ANSWER, phases.FINAL_ANSWER), FINAL_INSTRUCTION, max_tokens=FINAL_TOKENS)
         answer = extract_answer(text)
         if answer is None:
             visible = strip_protocol(text)

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.core.events import ROOT_NODE, PlanWritten, SearchFinished, StepFinished
 from app.core.models import Hit, Report, SubQuery
-from app.research import prompts
+from app.research import phases, prompts
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
 from app.research.placeholders import fill_placeholders
@@ -68,9 +68,11 @@ async def global_view(ctx: RunContext) -> str:
     """Each collection's name, description and a model-written summary of sampled chunks."""
     collections = (await ctx.collections())[:MAX_COLLECTIONS_VIEWED]
     parts: list[str] = []
+    ctx.events.phase(phases.SURVEY, phases.surveying(len(collections)))
     for number, collection in enumerate(collections, 1):
         try:
-            sample = await ctx.library.sample_chunks(collection.name, SAMPLE_CHUNKS)
+            async with ctx.events.kept_alive():
+                sample = await ctx.library.sample_chunks(collection.name, SAMPLE_CHUNKS)
         except Exception as exc:  # the view is an aid: a failing sample must not end the run
             ctx.notice(f"Could not sample collection {collection.name} ({exc}).", level="warning")
             sample = []
@@ -88,7 +90,8 @@ async def global_view(ctx: RunContext) -> str:
                 ),
                 prompts.user(docs),
             ]
-            summary = await ctx.call_text("root", messages, temperature=0.1, max_tokens=SUMMARY_TOKENS)
+            status = (phases.SURVEY, phases.summarising(number, len(collections)))
+            summary = await ctx.call_text("root", messages, temperature=0.1, max_tokens=SUMMARY_TOKENS, phase=status)
         # the name and description are the user's words, the summary a model's reading of
         # the documents: all of it is data
         view = f"Description: {prompts.clip(collection.description or '(no description)', 300)}"
@@ -135,6 +138,7 @@ async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
         ),
         prompts.user(f"Library overview:\n{view}", earlier, prompts.question_block(ctx.question)),
     ]
+    ctx.events.phase(phases.PLAN, phases.PLANNING)
     value = await ctx.call_structured("root", messages, plan_schema(max_steps), default={"steps": []})
     return plan_steps(value, max_steps) or [ctx.question]
 
@@ -143,11 +147,17 @@ async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
 
 
 async def run_step(
-    ctx: RunContext, subquery: SubQuery, hits: Sequence[Hit], findings: dict[int, str]
+    ctx: RunContext,
+    subquery: SubQuery,
+    hits: Sequence[Hit],
+    findings: dict[int, str],
+    place: tuple[int, int] = (1, 1),
 ) -> tuple[str, bool, list[Hit]]:
-    """One call: the relevant hits (ranked), the step's finding, and whether the question is answered."""
+    """One call: the relevant hits (ranked), the step's finding, and whether the question is answered.
+    ``place`` is the step's number and the plan's length, for the status line."""
     if not hits:
         return "", False, []
+    ctx.events.phase(phases.STEP, phases.step(*place, phases.reading(len(hits)).lower()), node_id=subquery.node_id)
     earlier = "\n".join(f"Step {n}: {f}" for n, f in sorted(findings.items()) if f)
     per = max(200, min(PASSAGE_CHARS, ctx.prompt_chars // len(hits)))
     passages = "\n".join(
@@ -201,6 +211,7 @@ async def run_mode(ctx: RunContext) -> Report:
         max_steps = max(1, ctx.budget.max_subqueries)
         # the original question is always searched, first: a plan cut short by a budget still has evidence
         original = ctx.plan_subquery(ctx.question, parent_id=ROOT_NODE, origin="original")
+        ctx.events.phase(phases.SEARCH, phases.searching(1, what="question"))
         (hits,) = await ctx.search([original])
         searched = {_key(ctx.question): hits}
         for hit in hits[:KEEP_ORIGINAL]:
@@ -214,6 +225,8 @@ async def run_mode(ctx: RunContext) -> Report:
             filled = fill_placeholders(template, findings)
             text = filled.text or ctx.question
             step = ctx.plan_subquery(text, parent_id=plan_node, round_no=round_no, origin="plan")
+            place = (number, len(templates))
+            ctx.events.phase(phases.STEP, phases.step(*place, "searching"), node_id=step.node_id)
             if filled.missing:
                 ctx.notice(
                     f"Step {number}: nothing to fill in for {', '.join(filled.missing)}; searched without it.",
@@ -226,7 +239,7 @@ async def run_mode(ctx: RunContext) -> Report:
             else:
                 (hits,) = await ctx.search([step])
                 searched[_key(text)] = hits
-            finding, answered, kept = await run_step(ctx, step, hits, findings)
+            finding, answered, kept = await run_step(ctx, step, hits, findings, place)
             for hit in kept:
                 ctx.add_evidence(hit, step.text)
             findings[number] = finding

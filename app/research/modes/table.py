@@ -20,7 +20,7 @@ from typing import Any
 
 from app.core.events import ROOT_NODE, ChunkJudged, PlanWritten, TableReady
 from app.core.models import Chunk, EntityTable, Hit, Report, TableCell
-from app.research import prompts
+from app.research import phases, prompts
 from app.research.budget import BudgetHit
 from app.research.context import RunContext, SearchRequest
 from app.research.entity_table import (
@@ -112,6 +112,7 @@ async def plan_table(ctx: RunContext) -> tuple[str, list[str], list[str]]:
         prompts.user(prompts.question_block(ctx.question)),
     ]
     default = {"entity_type": "", "columns": [], "queries": []}
+    ctx.events.phase(phases.PLAN, phases.PLANNING_TABLE)
     value = await ctx.call_structured("root", messages, table_plan_schema(max_queries), default=default)
     if not isinstance(value, dict):
         value = default
@@ -130,6 +131,9 @@ async def search_wide(ctx: RunContext, parent_id: str, texts: Sequence[str]) -> 
     """Every text by keyword (BM25) and by meaning (dense): the ranked hit lists."""
     texts = ctx.cap_subqueries(list(texts)) if texts else []
     ranked: list[list[Hit]] = []
+    if texts:
+        what = "question" if list(texts) == [ctx.question] else "query"
+        ctx.events.phase(phases.SEARCH, phases.searching(len(texts), what=what), node_id=parent_id)
     for mode in ("bm25", "dense"):
         ctx.check_budget()
         requests = []
@@ -283,8 +287,10 @@ async def run_mode(ctx: RunContext) -> Report:
         hits = interleave(ranked)[:max_chunks]
         chunks = {h.chunk.chunk_id: h.chunk for h in hits}
         mentions: list[Mention] = []
-        for hit in hits:
+        ctx.events.phase(phases.EXTRACT, phases.finding_entities(len(hits)), total=len(hits), node_id=plan_node)
+        for read, hit in enumerate(hits, 1):
             found = await extract_mentions(ctx, entity_type, hit.chunk)
+            ctx.events.count(read)
             mentions += found
             ctx.emit(
                 ChunkJudged(
@@ -303,9 +309,12 @@ async def run_mode(ctx: RunContext) -> Report:
                 + ", ".join(e.name for e in entities[max_rows:])[:300]
             )
             entities = entities[:max_rows]
+        if entities:
+            ctx.events.phase(phases.FILL, phases.filling(len(entities)), total=len(entities), node_id=plan_node)
         for entity in entities:
             cells = await fill_row(ctx, entity, entity_type, columns, chunks)
             rows.append((entity.name, cells))
+            ctx.events.count(len(rows))
         ctx.stop("completed")
     except BudgetHit as stop:
         ctx.stop(stop.budget)
