@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.llm.base import Message
-from app.llm.fencing import DATA_RULE, WITHHELD, clip, fence, neutralise, withhold_instructions
+from app.llm.fencing import DATA_RULE, FENCE_TAG, WITHHELD, clip, fence, neutralise, withhold_instructions
 
 __all__ = [
     "DATA_RULE",
@@ -52,6 +52,8 @@ def user(*parts: str) -> Message:
 
 _ECHO_QUESTION = re.compile(r"<question>.*?</question>", re.DOTALL | re.IGNORECASE)
 _ECHO_TAG = re.compile(r"</?\s*[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+# a fence tag the reply was cut off in (``<document id="1" title="`` at a line's end)
+_CUT_FENCE = re.compile(rf"</?\s*{FENCE_TAG}\b[^<>\n]*$", re.MULTILINE)
 
 
 def strip_echo(text: str) -> str:
@@ -59,7 +61,7 @@ def strip_echo(text: str) -> str:
     (the question block, document and other tags, the withheld-passage note), and without
     sentences that repeat an earlier one (or a cut-off start of one)."""
     text = _ECHO_QUESTION.sub("", text)
-    text = _ECHO_TAG.sub("", text).replace(WITHHELD, "")
+    text = _CUT_FENCE.sub("", _ECHO_TAG.sub("", text)).replace(WITHHELD, "")
     seen: set[str] = set()
     lines = []
     for line in text.splitlines():

@@ -67,6 +67,8 @@ def test_echoed_prompt_structure_is_stripped_from_a_reply() -> None:
     reply = '<question>\nWhat?\n</question>\n\n<document id="1" title="t">\nMilvus is fast [1].\n</document>\n'
     assert strip_echo(reply) == "Milvus is fast [1]."
     assert strip_echo(f"{WITHHELD} Milvus is fast [1].") == "Milvus is fast [1]."
+    # a reply cut off inside a fence tag it was echoing (seen with the starter model)
+    assert strip_echo('The answer is: Iron Maiden [1]. <document id="1" title="') == "The answer is: Iron Maiden [1]."
 
 
 def test_questions_are_not_bound_to_sources() -> None:
