@@ -31,8 +31,12 @@ from app.research.entity_table import (
     merge_mentions,
     support_ratio,
     table_to_markdown,
+    tidy_table_report,
 )
+from app.research.evidence import EvidenceRegistry
+from app.research.report import report_messages
 from app.research.sentence_markers import mark_sentences, parse_ranges, quote_for, split_sentences
+from app.research.snippets import SourceView
 
 MAX_COLUMNS = 5
 MAX_ENTITIES_PER_CHUNK = 6
@@ -334,5 +338,9 @@ async def run_mode(ctx: RunContext) -> Report:
         + prompts.fence("table", table_md, max_chars=3000)
         + "\nSummarise what the table shows and what it leaves empty."
     )
-    report = await ctx.write_report(guidance=guidance, preface=f"## {entity_type.capitalize()} table\n\n{table_md}")
+    preface = f"## {entity_type.capitalize()} table\n\n{table_md}"
+    report = await ctx.write_report(guidance=guidance, preface=preface)
+    # the table once (above), and no line of the prompt in the summary a small model writes under it
+    instructions = [guidance, *(m["content"] for m in report_messages("", EvidenceRegistry(), SourceView(), "", 0))]
+    report = tidy_table_report(report, len(preface.strip().splitlines()), instructions)
     return dataclasses.replace(report, table=table)
