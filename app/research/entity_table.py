@@ -78,6 +78,20 @@ def normalise_name(name: str) -> str:
     return " ".join(words)
 
 
+def plan_columns(entity_type: str, columns: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
+    """The planned columns a table can use: none that names the entity type (the first
+    column does), none that echoes a field of the plan's own schema (a small model
+    answers ``"columns": ["columns"]``), none twice."""
+    taken = {normalise_name(entity_type)} | {normalise_name(r.replace("_", " ")) for r in reserved}
+    kept = []
+    for column in columns:
+        key = normalise_name(column.replace("_", " "))
+        if key and key not in taken:
+            taken.add(key)
+            kept.append(column)
+    return kept
+
+
 def merge_mentions(mentions: Iterable[Mention]) -> list[MergedEntity]:
     """Group mentions by normalised name, in order of first appearance."""
     merged: dict[str, MergedEntity] = {}

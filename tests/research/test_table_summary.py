@@ -59,3 +59,12 @@ def test_the_report_keeps_its_table_once_and_its_counts_follow() -> None:
     assert "Summarise" not in tidied.markdown
     assert tidied.support == sentence_support(tidied.markdown, ())
     assert tidy_table_report(tidied, len(table.splitlines()), [GUIDANCE, SYSTEM]) is tidied  # nothing left to tidy
+
+
+def test_planned_columns_never_repeat_the_entity_type_or_the_plan_schema() -> None:
+    from app.research.entity_table import plan_columns
+
+    # what the starter model planned for "Which index types does Milvus support…?"
+    planned = ["indexTypes", "columns", "Use case", "use cases", "entity_type", "Memory"]
+    assert plan_columns("indexTypes", planned, reserved=["entity_type", "columns", "queries"]) == ["Use case", "Memory"]
+    assert plan_columns("index type", ["columns"], reserved=["columns"]) == []  # the mode then uses "description"

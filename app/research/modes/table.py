@@ -29,6 +29,7 @@ from app.research.entity_table import (
     build_table,
     checked_cell,
     merge_mentions,
+    plan_columns,
     support_ratio,
     table_to_markdown,
     tidy_table_report,
@@ -116,13 +117,15 @@ async def plan_table(ctx: RunContext) -> tuple[str, list[str], list[str]]:
         prompts.user(prompts.question_block(ctx.question)),
     ]
     default = {"entity_type": "", "columns": [], "queries": []}
-    value = await ctx.call_structured("root", messages, table_plan_schema(max_queries), default=default)
+    schema = table_plan_schema(max_queries)
+    value = await ctx.call_structured("root", messages, schema, default=default)
     if not isinstance(value, dict):
         value = default
     entity_type = value.get("entity_type") if isinstance(value.get("entity_type"), str) else ""
     # the entity type and the columns go into later prompts' instructions: no markup in them
     entity_type = prompts.neutralise(" ".join(str(entity_type).split())[:60]) or "entity"
-    columns = [prompts.neutralise(c) for c in _strings(value.get("columns"), MAX_COLUMNS)] or ["description"]
+    planned = [prompts.neutralise(c) for c in _strings(value.get("columns"), MAX_COLUMNS)]
+    columns = plan_columns(entity_type, planned, reserved=schema["properties"]) or ["description"]
     queries = _strings(value.get("queries"), max_queries, max_chars=300)
     return entity_type, columns, queries
 
