@@ -20,15 +20,17 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from app.commands.library_access import open_library
+    from app.commands.library_access import open_catalog_read_only
 
-    library = open_library(sys.stderr)
-    if library is None:
+    # read-only, without the data dir's lock: this works while a window has the library open
+    catalog, readable = open_catalog_read_only(sys.stderr)
+    if not readable:
         return 2
     try:
-        collections = await library.collections()
+        collections = await asyncio.to_thread(catalog.collections) if catalog is not None else []
     finally:
-        await library.aclose()
+        if catalog is not None:
+            catalog.close()
     if args.json:
         json.dump([dataclasses.asdict(c) for c in collections], sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")

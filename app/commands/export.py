@@ -86,7 +86,9 @@ def _load(run_id: str) -> ReportContent:
     from app.export.stored import stored_content
     from app.store.research_runs import RunStore
 
-    store = RunStore.open(app_paths())
+    store = RunStore.open_read_only(app_paths())  # no lock: works while a window has the library open
+    if store is None:
+        raise ExportError(f"No research run '{run_id}'. List runs with `fathom history`.")
     try:
         return stored_content(store, run_id)
     finally:

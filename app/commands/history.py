@@ -17,14 +17,16 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
     import time
 
-    from app.core.paths import app_paths
-    from app.store.research_runs import RunStore
+    from app.commands.library_access import open_history_read_only
 
-    store = RunStore.open(app_paths())
+    store, readable = open_history_read_only(sys.stderr)  # read-only: works while a window is open
+    if not readable:
+        return 2
     try:
-        runs = store.list_threads(limit=max(1, args.limit))
+        runs = store.list_threads(limit=max(1, args.limit)) if store is not None else []
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     if args.json:
         json.dump([dataclasses.asdict(r) for r in runs], sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")

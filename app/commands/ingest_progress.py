@@ -37,9 +37,14 @@ async def follow(events: AsyncIterator[IngestEvent], display: Display) -> tuple[
 
 
 def summary(collection: str, finished: IngestFinished, done: list[Any]) -> str:
+    """The counts (skipped files with why, in a few words), then every failed and
+    skipped file with its reason."""
+    from app.ingest.skip_reasons import skipped_phrase
+
+    skipped = skipped_phrase(finished.skipped, [e.reason for e in done if e.status == "skipped"])
     lines = [
         f"Collection '{collection}': {finished.indexed} indexed ({finished.chunks} new chunks), "
-        f"{finished.unchanged} unchanged, {finished.skipped} skipped, {finished.failed} failed, "
+        f"{finished.unchanged} unchanged, {skipped}, {finished.failed} failed, "
         f"{finished.removed} removed, in {format_duration(finished.elapsed_s)}."
     ]
     for status, title in (("failed", "Failed"), ("skipped", "Skipped")):

@@ -1,11 +1,21 @@
-"""The library of the data dir in force, opened for one subcommand."""
+"""The library of the data dir in force, opened for one subcommand.
+
+:func:`open_library` takes the data dir (its lock, Milvus) for commands that
+search or change it. Commands that only read the record — ``collections``,
+``history``, ``show``, ``export`` — use :func:`open_catalog_read_only` and
+:func:`open_history_read_only` instead: SQLite opened read-only, no lock, so
+they work while a Fathom window has the library open.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from app.ingest.library import Library
+    from app.store.catalog import Catalog
+    from app.store.research_runs import RunStore
 
 
 def open_library(err: TextIO) -> Library | None:
@@ -27,3 +37,53 @@ def open_library(err: TextIO) -> Library | None:
     if library.recovery:
         print(f"Finished what an interrupted run left undone: {library.recovery.summary()}.", file=err)
     return library
+
+
+def open_catalog_read_only(err: TextIO) -> tuple[Catalog | None, bool]:
+    """The catalog of the data dir in force, read-only (no lock: a window may hold the
+    library): (the catalog or None, whether it could be read). ``(None, True)``: there
+    is no catalog yet (no collections); ``(None, False)``: why not was printed on ``err``."""
+    from app.core.errors import FathomError
+    from app.core.paths import app_paths
+    from app.store.catalog import Catalog
+
+    path = app_paths().catalog_file
+    if not path.exists() or not _has_table(path, "collections"):
+        return None, True
+    try:
+        return Catalog(path, read_only=True), True
+    except FathomError as exc:
+        print(str(exc), file=err)
+        return None, False
+
+
+def open_history_read_only(err: TextIO) -> tuple[RunStore | None, bool]:
+    """The research history of the data dir in force, read-only (no lock: a window may
+    hold the library): (the store or None, whether it could be read). ``(None, True)``:
+    there are no runs yet; ``(None, False)``: why not was printed on ``err``.
+
+    For every command that only reads past runs (``history``, ``show``, ``export``);
+    close the store when done."""
+    from app.core.errors import FathomError
+    from app.core.paths import app_paths
+    from app.store.research_runs import RunStore
+
+    try:
+        return RunStore.open_read_only(app_paths()), True
+    except FathomError as exc:
+        print(str(exc), file=err)
+        return None, False
+
+
+def _has_table(path: Path, table: str) -> bool:
+    """Whether the SQLite file holds ``table`` (True when it cannot tell: opening it says why)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [table]).fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True

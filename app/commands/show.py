@@ -20,14 +20,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from app.commands.library_access import open_history_read_only
     from app.core.codec import to_jsonable
     from app.core.events import event_to_dict
-    from app.core.paths import app_paths
     from app.research.budget import describe_stop
     from app.research.citations import sentence_support, support_headline
-    from app.store.research_runs import RunStore
 
-    store = RunStore.open(app_paths())
+    store, readable = open_history_read_only(sys.stderr)  # read-only: works while a window is open
+    if not readable:
+        return 2
+    if store is None:
+        print(f"No research run '{args.run_id}'. List runs with `fathom history`.", file=sys.stderr)
+        return 1
     try:
         summary = store.get_run(args.run_id)
         if summary is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.errors import CollectionNotFound, StoreError
-from app.core.events import IngestEvent
+from app.core.events import IngestEvent, IngestProgress, IngestStarted
 from app.core.models import Chunk, Collection, Document, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
@@ -32,6 +32,7 @@ from app.ingest.convert.converter import ConverterConfig
 from app.ingest.convert.worker_pool import ConversionPool, ExecutorKind
 from app.ingest.embedder import Embedder, make_embedder
 from app.ingest.embedding_match import check_embedding_model
+from app.ingest.indexing_state import IndexingState
 from app.ingest.paths import absolute, display_path, is_under
 from app.ingest.pipeline.ingest_run import IngestPipeline
 from app.ingest.retrieval import Retriever
@@ -80,6 +81,7 @@ class Library:
         self._retriever = Retriever(catalog, store, self.embedder, self._embed_executor)
         self._converter_kind: ExecutorKind = converter_kind
         self._ingesting: set[str] = set()
+        self._ingest_progress: dict[str, tuple[int, int | None]] = {}  # collection: (files done, files in all)
         self._closed = False
 
     @classmethod
@@ -334,9 +336,24 @@ class Library:
             )
             async with aclosing(pipeline.run(name, roots)) as events:
                 async for event in events:
+                    if isinstance(event, IngestStarted):
+                        self._ingest_progress[name] = (0, event.total_files)
+                    elif isinstance(event, IngestProgress):
+                        self._ingest_progress[name] = (event.done_files, event.total_files)
                     yield event
         finally:
             self._ingesting.discard(name)
+            self._ingest_progress.pop(name, None)
+
+    async def indexing(self) -> list[IndexingState]:
+        """The collections being indexed now, each with how many of its documents a
+        search finds already (and how many it will have)."""
+        states = []
+        for name in sorted(self._ingesting):
+            done, total = self._ingest_progress.get(name, (0, None))
+            found = await self._run(self.catalog.collection, name)
+            states.append(IndexingState.of(name, found.documents if found else 0, done, total))
+        return states
 
     async def write_description(self, collection: str, model: ChatModel, *, samples: int = 8) -> str:
         """Have ``model`` describe the collection from a sample of its chunks, and save it."""

@@ -33,6 +33,7 @@ from app.research.context import RunContext
 from app.research.follow_up import Prior
 from app.research.history_writer import RunRecorder
 from app.research.modes import MODES
+from app.research.scope_check import partial_scope_notice
 from app.store.research_runs import RunStore
 
 log = logging.getLogger(__name__)
@@ -169,6 +170,9 @@ class ResearchEngine:
 
         try:
             yield started
+            if (partial := await partial_scope_notice(self.library, scope, run_id)) is not None:
+                recorder.record(partial)  # a collection still being indexed is searched, and marked partial
+                yield partial
             mode_runner = self._runner_or_failure(ctx, runner)
             leftovers: list[ResearchEvent] = []
             final: ResearchEvent | None = mode_runner if isinstance(mode_runner, Failed) else None

@@ -1,5 +1,6 @@
 """Entity tables (table mode): merging duplicate entities, checking cells
-against their evidence, and exporting CSV and JSON.
+against their evidence, keeping the model's summary of a table free of what it
+echoed (:func:`tidy_table_report`), and exporting CSV and JSON.
 
 Used by the table mode, the CLI (``fathom ask --mode table``) and the window's
 export action. No I/O here except :func:`write_table`.
@@ -8,6 +9,7 @@ export action. No I/O here except :func:`write_table`.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -16,7 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.core.models import EntityTable, TableCell
+from app.core.models import EntityTable, Report, TableCell
+from app.research import citations as cit
 
 EMPTY_VALUES = frozenset({"", "unknown", "n/a", "na", "none", "null", "not mentioned", "not specified", "-", "?"})
 LOW_CONFIDENCE = 0.3  # cells at or below this are shown highlighted
@@ -73,6 +76,20 @@ def normalise_name(name: str) -> str:
             text = text[len(article) :]
     words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in text.split()]
     return " ".join(words)
+
+
+def plan_columns(entity_type: str, columns: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
+    """The planned columns a table can use: none that names the entity type (the first
+    column does), none that echoes a field of the plan's own schema (a small model
+    answers ``"columns": ["columns"]``), none twice."""
+    taken = {normalise_name(entity_type)} | {normalise_name(r.replace("_", " ")) for r in reserved}
+    kept = []
+    for column in columns:
+        key = normalise_name(column.replace("_", " "))
+        if key and key not in taken:
+            taken.add(key)
+            kept.append(column)
+    return kept
 
 
 def merge_mentions(mentions: Iterable[Mention]) -> list[MergedEntity]:
@@ -133,6 +150,60 @@ def build_table(
         padded = (tuple(cells) + (TableCell(),) * len(cols))[: len(cols)]
         fixed.append((name, padded))
     return EntityTable(entity_type=entity_type, columns=cols, rows=tuple(fixed))
+
+
+# -- the report under the table ----------------------------------------------------
+
+_TAG_LINE = re.compile(r"</?\s*[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+_SENTENCE_END = re.compile(r"(?<=[.!?:])\s+")
+MIN_ECHO_WORDS = 4  # a sentence of the prompt this long, repeated in the summary, is an echo
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", _fold(text)))
+
+
+def _echoes(sentence: str, said: Sequence[str]) -> bool:
+    words = _words(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", " ", sentence))
+    if not words:
+        return False
+    return any(line in words or (len(words.split()) >= MIN_ECHO_WORDS and words in line) for line in said)
+
+
+def tidy_summary(text: str, instructions: Sequence[str]) -> str:
+    """The model's summary of a table without what it echoed: Markdown table rows (the
+    table is in the report once, above it), prompt tags and code fences, and every
+    sentence that repeats one of ``instructions`` (the prompt's own words)."""
+    said = [
+        w
+        for instruction in instructions
+        for part in re.split(r"\n+|(?<=[.!?:])\s+", instruction)
+        if len((w := _words(part)).split()) >= MIN_ECHO_WORDS
+    ]
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("|", "```", "~~~")):
+            continue
+        stripped = _TAG_LINE.sub("", stripped).strip()
+        kept = [s for s in _SENTENCE_END.split(stripped) if s.strip() and not _echoes(s, said)]
+        if kept or not stripped:
+            lines.append(" ".join(kept))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def tidy_table_report(report: Report, preface_lines: int, instructions: Sequence[str]) -> Report:
+    """``report`` with its summary (what follows the table, its first ``preface_lines``
+    lines) tidied by :func:`tidy_summary`; its sentence counts follow."""
+    body, tail = cit.split_report(report.markdown)
+    lines = body.rstrip().splitlines()
+    head, summary = lines[:preface_lines], "\n".join(lines[preface_lines:])
+    tidied = tidy_summary(summary, instructions)
+    if tidied == summary.strip():
+        return report
+    text = "\n".join(head).rstrip() + "\n\n" + (tidied or "The model wrote no summary of the table.")
+    markdown = text + "\n\n" + tail if tail else text + "\n"
+    return dataclasses.replace(report, markdown=markdown, support=cit.sentence_support(markdown, report.citations))
 
 
 # -- export -------------------------------------------------------------------

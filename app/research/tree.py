@@ -184,7 +184,7 @@ class TreeBuilder:
             )
         if isinstance(event, SearchFinished):
             inserted: list[str] = []
-            for hit in event.hits:
+            for rank, hit in enumerate(event.hits, 1):
                 node_id = chunk_node_id(event.node_id, hit.chunk.chunk_id)
                 label = hit.chunk.title or hit.chunk.heading_path or hit.chunk.path
                 change = self._insert(
@@ -195,7 +195,9 @@ class TreeBuilder:
                         event.node_id,
                         detail={
                             "chunk_id": hit.chunk.chunk_id,
-                            "score": round(hit.score, 6),
+                            "score": round(hit.score, 6),  # on its search's own scale (BM25, cosine, RRF)
+                            "rank": rank,  # what the window shows: one scale for every search
+                            "of": len(event.hits),
                             "path": hit.chunk.path,
                             "page": hit.chunk.page,
                             "text": hit.chunk.text[:300],

@@ -60,11 +60,19 @@ class IngestRun:
 class Catalog:
     """Collections, documents, ingest roots and ingest runs in SQLite."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """``read_only``: opened without writing anything (no table created, no lock
+        needed), so ``fathom collections`` works while a window holds the data dir."""
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         try:
-            conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
+            if read_only:
+                conn = sqlite3.connect(
+                    path.absolute().as_uri() + "?mode=ro", uri=True, check_same_thread=False, timeout=10.0
+                )
+            else:
+                conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
         except sqlite3.Error as exc:
             raise StoreError(f"The catalog {path} could not be opened ({exc}).") from exc
         self._lock = threading.RLock()
@@ -72,6 +80,9 @@ class Catalog:
         self.db = sqlite_utils.Database(conn)
         try:
             conn.execute("PRAGMA busy_timeout = 10000")
+            if read_only:
+                conn.execute(f"SELECT count(*) FROM {_COLLECTIONS}")  # a damaged or foreign file says so now
+                return
             self.db.enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
             self._create_tables()

@@ -75,10 +75,17 @@ class RunSummary:
 class RunStore:
     """Research runs in one SQLite file (the catalog)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            if read_only:  # no lock, no writes: works while a window holds the data dir
+                conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+                self.db = sqlite_utils.Database(conn)
+                self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # a damaged file says so now
+                # a history written before follow-ups has no thread_id (read as one run per thread)
+                self.threads = "thread_id" in self.db.table(RUNS).columns_dict
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), timeout=30.0)
             self.db = sqlite_utils.Database(conn)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -89,6 +96,18 @@ class RunStore:
     @classmethod
     def open(cls, paths: AppPaths) -> RunStore:
         return cls(paths.ensure().catalog_file)
+
+    @classmethod
+    def open_read_only(cls, paths: AppPaths) -> RunStore | None:
+        """The history opened read-only (no lock taken, nothing written); None when there is
+        none yet. StoreError when it exists but cannot be read."""
+        if not paths.catalog_file.exists():
+            return None
+        store = cls(paths.catalog_file, read_only=True)
+        if not store.db.table(RUNS).exists():
+            store.close()
+            return None
+        return store
 
     def close(self) -> None:
         self.db.conn.close()

@@ -22,11 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
+from app.ingest.skip_reasons import skipped_phrase
 from app.ui.formatting import count, duration, short_path
 from app.ui.tooltips import plain_tooltip
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 4
 MAX_FILE_ROWS = 400
+SHOWN_SKIPPED = 20  # skipped files listed in the summary's tooltip; the rest are counted
 _MARKS = {"indexed": "✓", "unchanged": "=", "skipped": "–", "failed": "✗", "removed": "−"}
 
 
@@ -74,6 +76,7 @@ class IngestProgressView:
         self.failures_label.hide()
         self.failures.hide()
         self._file_rows: dict[str, QListWidgetItem] = {}
+        self.skipped: list[tuple[str, str]] = []  # (path, reason) of this ingest's skipped files
 
     def bar_row(self) -> QHBoxLayout:
         row = QHBoxLayout()
@@ -89,6 +92,8 @@ class IngestProgressView:
     def start(self, doing: str) -> None:
         self.files.clear()
         self._file_rows.clear()
+        self.skipped.clear()
+        self.current_label.setToolTip("")
         self.failures.clear()
         self.failures.hide()
         self.failures_label.hide()
@@ -153,6 +158,8 @@ class IngestProgressView:
         self._file_row(event.path).setText(f"{_MARKS.get(event.status, '·')} {short_path(event.path, 3)} — {detail}")
         if event.status == "failed":
             self._add_failure(event.path, event.reason)
+        elif event.status == "skipped":
+            self.skipped.append((event.path, event.reason))
         self.files.scrollToBottom()
 
     def _add_failure(self, path: str, reason: str) -> None:
@@ -168,11 +175,21 @@ class IngestProgressView:
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(max(total, 1))
         self.progress.setFormat(f"{event.collection}: done, {total} / {total} files")
+        skipped = skipped_phrase(event.skipped, [reason for _, reason in self.skipped])
         self.current_label.setText(
-            f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {event.failed} failed, "
-            f"{event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
+            f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {skipped}, "
+            f"{event.failed} failed, {event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
         )
+        self.current_label.setToolTip(plain_tooltip(_skipped_details(self.skipped)) if self.skipped else "")
         known = {self.failures.item(i).data(PATH_ROLE) for i in range(self.failures.count())}
         for path, reason in event.failures:
             if path not in known:
                 self._add_failure(path, reason)
+
+
+def _skipped_details(skipped: list[tuple[str, str]]) -> str:
+    """The skipped files with their reasons (the summary line's tooltip)."""
+    lines = ["Skipped:"] + [f"{short_path(path, 3)}: {reason}" for path, reason in skipped[:SHOWN_SKIPPED]]
+    if len(skipped) > SHOWN_SKIPPED:
+        lines.append(f"… and {len(skipped) - SHOWN_SKIPPED} more")
+    return "\n".join(lines)

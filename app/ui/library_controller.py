@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import EmbeddingMismatch, FathomError
-from app.core.events import IngestEvent, IngestFinished, IngestProgress
+from app.core.events import IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.core.models import Collection, Document
 from app.ui.formatting import count
 from app.ui.tasks import TaskKeeper, run_blocking
 
 if TYPE_CHECKING:
     from app.core.settings import Settings
+    from app.ingest.indexing_state import IndexingState
     from app.ingest.library import Library
     from app.store.consistency import CheckResult
 
@@ -67,6 +68,7 @@ class LibraryController(QObject):
     failed = Signal(str)
     repaired = Signal(object, object)  # CheckResult before, after
     statusMessage = Signal(str, int)  # a passing message, how long to show it (ms; 0: until replaced)
+    indexingChanged = Signal(list)  # list[IndexingState]: the collections being indexed, how far
 
     def __init__(self, tasks: TaskKeeper, confirm: Confirm, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -78,6 +80,9 @@ class LibraryController(QObject):
         self.last_finished: IngestFinished | None = None
         self.last_progress: IngestProgress | None = None
         self.last_repair: tuple[CheckResult, CheckResult] | None = None
+        self.indexing: list[IndexingState] = []  # the collections being indexed now (empty when idle)
+        self._indexing_task: asyncio.Task[Any] | None = None
+        self._indexing_stale = False
 
     # -- state ------------------------------------------------------------
     @property
@@ -171,6 +176,10 @@ class LibraryController(QObject):
 
     def _ended(self) -> None:
         self._ingest_task = None
+        self._indexing_stale = False
+        if self.indexing:
+            self.indexing = []
+            self.indexingChanged.emit([])
         self.busyChanged.emit()
         self._tasks.start(self.refresh(), "refresh the library")
 
@@ -259,9 +268,29 @@ class LibraryController(QObject):
         elif isinstance(event, IngestFinished):
             self.last_finished = event
         self.ingestEvent.emit(event)
+        if isinstance(event, (IngestStarted, IngestProgress)):
+            self._update_indexing()
         if isinstance(event, IngestFinished):
             self._say(f"Indexed {event.collection}: {event.indexed} new, {event.failed} failed.")
             self.ingestFinished.emit(event)
+
+    def _update_indexing(self) -> None:
+        """Ask the library how far the indexing is (one question at a time: events that
+        come while one is asked are answered by the next)."""
+        if self._indexing_task is not None and not self._indexing_task.done():
+            self._indexing_stale = True
+            return
+        self._indexing_task = self._tasks.start(self._read_indexing(), "read the indexing state")
+
+    async def _read_indexing(self) -> None:
+        library = self._library
+        self._indexing_stale = True
+        while self._indexing_stale and library is not None and self.ingesting:
+            self._indexing_stale = False
+            states = await library.indexing()
+            if self.ingesting:  # an answer that arrives after the end is stale
+                self.indexing = states
+                self.indexingChanged.emit(states)
 
     async def offer_reindex(self, collection: str) -> None:
         """Ask, then re-index a collection built with another embedding model."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -42,6 +42,7 @@ from app.ui.tasks import TaskKeeper
 from app.ui.tooltips import plain_tooltip
 
 if TYPE_CHECKING:
+    from app.ingest.indexing_state import IndexingState
     from app.ingest.library import Library
     from app.store.consistency import CheckResult
 
@@ -49,6 +50,7 @@ NEW_COLLECTION = "(new collection named after the folder or file)"
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
 NAME_ROLE = Qt.ItemDataRole.UserRole + 2
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3
+INDEXING_ROLE = Qt.ItemDataRole.UserRole + 5  # the row's indexing state, while it is being indexed
 _COLUMNS = ("Collection / document", "Documents", "Chunks", "Description")
 SHOWN_DRIFT = 12  # problems listed in the repair report; the rest are counted
 
@@ -157,6 +159,7 @@ class LibraryPanel(QWidget):
         c.stopped.connect(ingest.stopped)
         c.failed.connect(ingest.failed)
         c.repaired.connect(self._show_repair)
+        c.indexingChanged.connect(self._show_indexing)
 
     # -- state ------------------------------------------------------------
     def set_library(self, library: Library | None, problem: str = "") -> None:
@@ -242,8 +245,48 @@ class LibraryPanel(QWidget):
             self.target.addItem(collection.name)
         self.target.setCurrentText(current or NEW_COLLECTION)
         self.target.blockSignals(False)
+        self._show_indexing(self.controller.indexing)
         self._update_enabled()
         self.collectionsChanged.emit(collections)
+
+    def _show_indexing(self, states: list[IndexingState]) -> None:
+        """Mark the collections being indexed (greyed, "Indexing — 12 of 40 documents"),
+        adding the row of a new one; the others show their name again."""
+        by_name = {s.collection: s for s in states}
+        self.tree.blockSignals(True)  # not an edit of a description
+        try:
+            self._mark_indexing(by_name)
+        finally:
+            self.tree.blockSignals(False)
+
+    def _mark_indexing(self, by_name: dict[str, IndexingState]) -> None:
+        for name in by_name.keys() - {item.data(0, NAME_ROLE) for item in self.top_items()}:
+            top = QTreeWidgetItem([name, "", "", ""])
+            top.setData(0, KIND_ROLE, "collection")
+            top.setData(0, NAME_ROLE, name)
+            self.tree.addTopLevelItem(top)
+        for item in self.top_items():
+            name = item.data(0, NAME_ROLE)
+            state = by_name.get(name)
+            if state is None:
+                if item.data(0, INDEXING_ROLE):
+                    item.setData(0, INDEXING_ROLE, None)
+                    item.setText(0, name)
+                    item.setToolTip(0, "")
+                    for column in range(len(_COLUMNS)):
+                        item.setData(column, Qt.ItemDataRole.ForegroundRole, None)
+                continue
+            item.setData(0, INDEXING_ROLE, state.describe())
+            item.setText(0, f"{name} — {state.describe()}")
+            item.setToolTip(
+                0,
+                plain_tooltip(
+                    f"{name}: {state.describe()}. A search finds only the documents indexed so far; "
+                    "a research run over it says its results are partial."
+                ),
+            )
+            for column in range(len(_COLUMNS)):
+                item.setForeground(column, self.palette().brush(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text))
 
     # -- descriptions -----------------------------------------------------
     def _on_double_click(self, item: QTreeWidgetItem, column: int) -> None:

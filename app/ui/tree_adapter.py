@@ -22,6 +22,15 @@ def _first_line(text: str, limit: int = _REASONING_PREVIEW) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def match_rank(detail: dict[str, Any]) -> str:
+    """ "#2 of 10": where a passage came in its sub-question's search (#1 the closest match).
+    One scale for every search; the raw scores (BM25, cosine, fused ranks) are not comparable."""
+    rank, of = detail.get("rank"), detail.get("of")
+    if not isinstance(rank, int):
+        return ""
+    return f"#{rank} of {of}" if isinstance(of, int) else f"#{rank}"
+
+
 def to_view(root: TreeNode) -> ViewNode:
     # while a follow-up runs, only its branch is running: the first run's nodes are done
     follow_ups = any(child.kind == "followup" for child in root.children)
@@ -94,9 +103,8 @@ def _convert(node: TreeNode, running: bool, last_round: str | None) -> ViewNode:
         collections = d.get("collections") or []
         source = ", ".join(collections)
     elif kind == "chunk":
-        score = d.get("score")
         verdict = {"relevant": "relevant", "irrelevant": "not relevant"}.get(node.status, "not judged")
-        result = (f"{score:.3f} · " if isinstance(score, (int, float)) else "") + verdict
+        result = f"{match_rank(d)} · {verdict}" if match_rank(d) else verdict
         source = source_label(str(d.get("path", "")), d.get("page"))
         detail = str(d.get("text", ""))
         if d.get("reason"):

@@ -22,6 +22,11 @@ from app.ui.tooltips import plain_tooltip
 _Index = QModelIndex | QPersistentModelIndex
 
 COLUMNS = ("Step", "Result", "Source")
+RESULT_TOOLTIP = plain_tooltip(
+    "#2 of 10: the passage's place among the 10 passages its sub-question's search found "
+    "(#1 is the closest match). Every search is ranked the same way, whatever scores it uses.\n"
+    "Relevant / not relevant: the model's judgement of whether the passage helps answer the question."
+)
 NODE_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 KIND_ROLE = Qt.ItemDataRole.UserRole + 2
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -242,6 +247,8 @@ class ResearchTreeModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return (label, result, source)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
+            if column == 1 and item.kind == "chunk":
+                return RESULT_TOOLTIP
             text = detail or (label, result, source)[column]
             return plain_tooltip(text[:2000]) if text else None  # chunk text, model output: shown as text
         if role == Qt.ItemDataRole.DecorationRole and column == 0 and status in STATUS_COLOURS:

@@ -74,8 +74,31 @@ def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.Capture
 
 def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     with acquire_instance_lock(app_paths().ensure()):
-        assert main(["collections"]) == 2
         assert main(["search", "x", "--collection", "c"]) == 2
+        assert main(["ingest", "nowhere", "--collection", "c"]) == 2
+        assert main(["collections"]) == 0  # reads the catalog read-only: no lock needed
     err = capsys.readouterr().err
     assert err.count("This library is already open by another Fathom window.") == 2
     assert "Traceback" not in err
+
+
+def test_the_summary_counts_skipped_files_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    (folder / "photo.png").write_bytes(b"\x89PNG")
+    (folder / "setup.exe").write_bytes(b"MZ")
+    (folder / ".secret.txt").write_text("hidden\n", encoding="utf-8")
+    assert main(["ingest", str(folder), "--collection", "mixed", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "1 indexed" in err
+    assert "3 skipped (2 not a format Fathom reads, 1 hidden), 0 failed" in err
+    # each skipped file is listed with its reason
+    assert "photo.png: Fathom does not read '.png' files." in err
+    assert "setup.exe: Fathom does not read '.exe' files." in err
+    assert ".secret.txt: Hidden file; Fathom skips hidden items." in err
+
+    (folder / "photo.png").unlink()
+    (folder / ".secret.txt").unlink()
+    assert main(["ingest", str(folder), "--collection", "mixed", "--quiet"]) == 0
+    assert "0 indexed (0 new chunks), 1 unchanged, 1 skipped (not a format Fathom reads)" in capsys.readouterr().err

@@ -177,6 +177,9 @@ class MemoryLibrary:
         names = dict.fromkeys(c.collection for c in self.chunks)
         return [Collection(name=n, description=self.descriptions.get(n, "")) for n in names]
 
+    async def indexing(self) -> list[Any]:
+        return []  # nothing is being indexed in memory
+
     async def search(
         self,
         queries: Sequence[str],

@@ -100,3 +100,47 @@ def test_presenter_batches_a_burst_into_few_model_updates(qtbot: Any, qtmodeltes
     assert set(report.unsupported_citations()) == {2, 3}
     top = [model.index(r, 0).data(KIND_ROLE) for r in range(model.rowCount())]
     assert top == ["round", "round", "report", "notice"]
+
+
+def test_passages_show_one_scale_their_search_rank_with_a_tooltip_that_says_so(
+    qtmodeltester: Any, tmp_path: Any
+) -> None:
+    """Real saved runs (a deep run's hybrid searches, a table run's BM25 and dense searches:
+    scores on different scales) show every passage as "#n of N", never a raw score."""
+    import re
+
+    from history_fixture import DEEP_RUN, TABLE_RUN, restore
+
+    from app.core.events import SearchFinished
+    from app.store.research_runs import RunStore
+    from app.ui.tree_model import RESULT_TOOLTIP
+
+    store = RunStore(restore(tmp_path / "catalog.sqlite"))
+    try:
+        runs = {run_id: store.read_events(run_id).events for run_id in (DEEP_RUN, TABLE_RUN)}
+    finally:
+        store.close()
+    for run_id, events in runs.items():
+        searches = [e for e in events if isinstance(e, SearchFinished) and e.hits]
+        modes = {e.search_mode for e in searches}
+        model = ResearchTreeModel()
+        qtmodeltester.check(model)
+        model.apply(to_view(build_tree(events)))
+        chunks = [(label, result) for _, kind, label, result in model.shape() if kind == "chunk"]
+        assert len(chunks) >= 3, run_id
+        for _, result in chunks:
+            assert re.fullmatch(r"#\d+ of \d+ · (relevant|not relevant|not judged)", result), (run_id, result)
+        first = searches[0]
+        best = build_tree(events).find(f"{first.node_id}/{first.hits[0].chunk.chunk_id}")
+        assert best is not None and best.detail["rank"] == 1 and best.detail["of"] == len(first.hits)
+        assert modes == ({"hybrid"} if run_id == DEEP_RUN else {"bm25", "dense"})  # RRF, BM25 and cosine scores
+        # the Result cell of a passage explains the scale
+        rows = [model.index(r, 0) for r in range(model.rowCount())]
+        found = []
+        while rows:
+            index = rows.pop()
+            if model.data(index, KIND_ROLE) == "chunk":
+                found.append(model.data(model.index(index.row(), 1, index.parent()), 3))  # ToolTipRole
+            rows += [model.index(r, 0, index) for r in range(model.rowCount(index))]
+        assert found and all(tip == RESULT_TOOLTIP for tip in found)
+    assert "closest match" in RESULT_TOOLTIP and "#2 of 10" in RESULT_TOOLTIP

@@ -29,10 +29,15 @@ from app.research.entity_table import (
     build_table,
     checked_cell,
     merge_mentions,
+    plan_columns,
     support_ratio,
     table_to_markdown,
+    tidy_table_report,
 )
+from app.research.evidence import EvidenceRegistry
+from app.research.report import report_messages
 from app.research.sentence_markers import mark_sentences, parse_ranges, quote_for, split_sentences
+from app.research.snippets import SourceView
 
 MAX_COLUMNS = 5
 MAX_ENTITIES_PER_CHUNK = 6
@@ -112,14 +117,16 @@ async def plan_table(ctx: RunContext) -> tuple[str, list[str], list[str]]:
         prompts.user(prompts.question_block(ctx.question)),
     ]
     default = {"entity_type": "", "columns": [], "queries": []}
+    schema = table_plan_schema(max_queries)
     ctx.events.phase(phases.PLAN, phases.PLANNING_TABLE)
-    value = await ctx.call_structured("root", messages, table_plan_schema(max_queries), default=default)
+    value = await ctx.call_structured("root", messages, schema, default=default)
     if not isinstance(value, dict):
         value = default
     entity_type = value.get("entity_type") if isinstance(value.get("entity_type"), str) else ""
     # the entity type and the columns go into later prompts' instructions: no markup in them
     entity_type = prompts.neutralise(" ".join(str(entity_type).split())[:60]) or "entity"
-    columns = [prompts.neutralise(c) for c in _strings(value.get("columns"), MAX_COLUMNS)] or ["description"]
+    planned = [prompts.neutralise(c) for c in _strings(value.get("columns"), MAX_COLUMNS)]
+    columns = plan_columns(entity_type, planned, reserved=schema["properties"]) or ["description"]
     queries = _strings(value.get("queries"), max_queries, max_chars=300)
     return entity_type, columns, queries
 
@@ -343,5 +350,9 @@ async def run_mode(ctx: RunContext) -> Report:
         + prompts.fence("table", table_md, max_chars=3000)
         + "\nSummarise what the table shows and what it leaves empty."
     )
-    report = await ctx.write_report(guidance=guidance, preface=f"## {entity_type.capitalize()} table\n\n{table_md}")
+    preface = f"## {entity_type.capitalize()} table\n\n{table_md}"
+    report = await ctx.write_report(guidance=guidance, preface=preface)
+    # the table once (above), and no line of the prompt in the summary a small model writes under it
+    instructions = [guidance, *(m["content"] for m in report_messages("", EvidenceRegistry(), SourceView(), "", 0))]
+    report = tidy_table_report(report, len(preface.strip().splitlines()), instructions)
     return dataclasses.replace(report, table=table)

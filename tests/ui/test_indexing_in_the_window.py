@@ -1,0 +1,81 @@
+"""While a folder is being indexed, the library shows how far (greyed row,
+"Indexing — 2 of 5 documents"); at its end the summary counts the skipped files
+and says why, with every skipped file in its tooltip. The real window, the real
+Library (Milvus Lite, Docling for the PDF, ONNX embeddings)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import await_in_test, drop_paths, make_docs_folder
+
+from app.core.paths import app_paths
+from app.core.settings import Settings
+from app.ingest.indexing_state import IndexingState
+from app.ui.library_panel import INDEXING_ROLE
+from app.ui.main_window import MainWindow
+from app.ui.services import Services
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+
+@pytest.fixture
+def window(qtbot: Any, aloop: Any) -> Any:
+    services = Services(Settings(), app_paths().ensure())
+    win = MainWindow(services)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.ready, timeout=120_000):
+        win.start()
+    assert services.library is not None, services.library_error
+    yield win
+    await_in_test(qtbot, win.shutdown(), 60_000)
+
+
+def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped_files(
+    qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path
+) -> None:
+    folder = make_docs_folder(shared_data, tmp_path / "Milvus Intro", broken=False)  # 4 pages and a PDF
+    (folder / "photo.png").write_bytes(b"\x89PNG")
+    (folder / "tool.exe").write_bytes(b"MZ")
+    panel = window.library_panel
+    seen: list[tuple[list[IndexingState], str, bool, str]] = []
+
+    def look(states: list[IndexingState]) -> None:  # after the panel's own slot: what the row shows now
+        item = panel.collection_item("milvus_intro")
+        if item is not None:
+            greyed = item.foreground(0).color() == panel.palette().color(
+                panel.palette().ColorGroup.Disabled, panel.palette().ColorRole.Text
+            )
+            seen.append((states, item.text(0), greyed, item.toolTip(0)))
+
+    panel.controller.indexingChanged.connect(look)
+    with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as finished:
+        entered, dropped = drop_paths(panel.drop_zone, [folder])
+        assert entered and dropped
+    result = finished.args[0]
+    assert (result.indexed, result.skipped, result.failed) == (5, 2, 0)
+
+    counted = [(states, text, greyed, tip) for states, text, greyed, tip in seen if states and states[0].expected]
+    assert counted, f"the row never showed the indexing: {seen}"
+    for states, text, greyed, tip in counted:
+        (state,) = states
+        assert state.collection == "milvus_intro" and 0 <= state.searchable <= state.expected <= 7
+        assert text == f"milvus_intro — Indexing — {state.searchable} of {state.expected} documents"
+        assert greyed and "a research run over it says its results are partial" in tip
+    assert any(states[0].searchable < (states[0].expected or 0) for states, *_ in counted)
+
+    # the end: the row is the collection again, with the catalog's counts
+    qtbot.waitUntil(lambda: not panel.controller.indexing, timeout=10_000)
+    qtbot.waitUntil(lambda: (item := panel.collection_item("milvus_intro")) is not None and item.text(1) == "5")
+    item = panel.collection_item("milvus_intro")
+    assert item is not None and item.text(0) == "milvus_intro" and not item.data(0, INDEXING_ROLE)
+
+    summary = panel.ingest.current_label
+    assert "5 files indexed, 0 unchanged, 2 skipped (not a format Fathom reads), 0 failed" in summary.text()
+    details = html.unescape(summary.toolTip())  # a plain-text tooltip, escaped
+    assert "Milvus Intro/photo.png: Fathom does not read '.png' files." in details
+    assert "Milvus Intro/tool.exe: Fathom does not read '.exe' files." in details
