@@ -177,3 +177,32 @@ def test_a_follow_up_report_keeps_the_earlier_numbers_and_numbers_its_own_after_
     assert markdown.startswith("The new fact [3]. The earlier fact [1].")
     sources = markdown.split("## Sources")[1].split("## Open questions")[0]
     assert [line for line in sources.splitlines() if line.startswith("- ")] == ["- [1] /data/1.md", "- [3] /data/4.md"]
+
+
+@pytest.mark.parametrize("mode", ["hds", "table"])
+async def test_hds_and_table_follow_ups_plan_with_the_earlier_answer(store: RunStore, mode: str) -> None:
+    first, _ = await ask(store, FIRST, "Maiden Japan is a live EP by Iron Maiden [1].")
+    done = first[-1]
+    assert isinstance(done, Finished)
+    prior = load_prior(store, done.run_id)
+    replies: dict[str, Any] = {
+        "citation_check": verdicts(),
+        "table_plan": {"entity_type": "band", "columns": ["formed in"], "queries": ["Maiden Japan performer"]},
+        "extract_entities": {"entities": []},
+    }
+    # hds: one turn asks for a search made earlier in the thread and a new one, then answers
+    report = "Iron Maiden formed in Leyton [1]."
+    turn = "<|begin search queries|>Maiden Japan performer\nIron Maiden formed<|end search queries|>"
+    model = ScriptedModel(replies, text=[turn, "\\boxed{Leyton}", report] if mode == "hds" else report)
+    engine = ResearchEngine(model, MemoryLibrary(list(CHUNKS)), store)
+    events = await collect(engine.run(SECOND, mode=mode, budget=BUDGET, follow_up=prior))
+    assert isinstance(events[-1], Finished), events[-1]
+
+    planning = model.calls_for("text")[0] if mode == "hds" else model.calls_for("table_plan")[0]
+    assert f'<document id="earlier answer 1" title="{FIRST}">' in planning.prompt
+    assert "Iron Maiden [1]" in planning.prompt
+    assert "follow-up question" in planning.messages[0]["content"]
+    if mode == "hds":  # the thread's earlier search is not made again
+        searched = {normalise_query(e.text) for e in events if isinstance(e, SubQueryPlanned)}
+        assert normalise_query("Iron Maiden formed") in searched
+        assert not searched & {normalise_query(t) for t in prior.searched}

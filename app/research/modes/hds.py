@@ -68,11 +68,12 @@ FINAL_INSTRUCTION = (
 def _messages(ctx: RunContext, log: str, extra: str = "") -> list[Any]:
     if len(log) > LOG_CHARS:
         log = "…" + log[-LOG_CHARS:]
-    parts = [prompts.question_block(ctx.question)]
+    rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
+    parts = [earlier, prompts.question_block(ctx.question)]  # (nothing before the question when not a follow-up)
     if log:
         parts.append("Your turns and the search results so far:\n" + log)
     parts.append(extra or "Continue: search, or give the final answer.")
-    return [prompts.system(*SYSTEM), prompts.user(*parts)]
+    return [prompts.system(*SYSTEM, rule), prompts.user(*parts)]
 
 
 def _visible_turn(text: str) -> str:
@@ -121,7 +122,7 @@ async def _search(
 
 async def run_mode(ctx: RunContext) -> Report:
     log = ""
-    seen: list[str] = [ctx.question]
+    seen: list[str] = [ctx.question, *sorted(ctx.searched_before())]  # a follow-up repeats no earlier search
     answer: str | None = None
     try:
         # the question itself is searched first, with the budget's full top_k (as the
