@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import FathomError
-from app.core.events import Failed, Finished, Notice, PhaseChanged, ResearchEvent, RunStarted
+from app.core.events import Failed, Finished, Notice, ResearchEvent, RunStarted
 from app.core.models import Budget, Report, Scope
 from app.ingest.library import Library
 from app.llm.base import ChatModel
@@ -185,8 +185,7 @@ class ResearchEngine:
                 elif isinstance(item, (Finished, Failed)):
                     final = item
                 else:
-                    if not _keep_alive(item):  # a passing "still waiting" line: shown, not saved
-                        recorder.record(item)
+                    recorder.record(item)
                     if (notice := unsaved()) is not None:
                         yield notice
                     yield item
@@ -302,12 +301,6 @@ async def _until_ended(task: asyncio.Task[None], run_id: str) -> None:
             log.warning("research run %s: still waiting for its work to stop", run_id)
     if not task.cancelled() and task.exception() is not None:  # _drive turns errors into events: not expected
         log.error("research run %s ended with an error while stopping", run_id, exc_info=task.exception())
-
-
-def _keep_alive(event: ResearchEvent) -> bool:
-    """A phase repeated with the seconds waited (about once a second while a model
-    call shows nothing): worth showing live, not worth a row in the history."""
-    return isinstance(event, PhaseChanged) and event.waited_s > 0
 
 
 def _model_name(model: ChatModel) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from app.research import phases, run_events
 from app.research.engine import ResearchEngine
 from app.research.model_calls import new_words
 from app.research.run_events import PHASE_COUNT_INTERVAL_S, RunEvents
-from app.store.research_runs import RunStore
 
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
 REPORT = "Milvus is an open-source vector database [1]. It supports hybrid search with BM25 [2]."
@@ -262,26 +260,6 @@ async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(monke
     first_delta = next(i for i, e in enumerate(events) if isinstance(e, ReportDelta))
     check = next(i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check")
     assert not any(isinstance(e, PhaseChanged) and e.waited_s for e in events[first_delta:check])
-
-
-async def test_the_history_keeps_the_phases_but_not_the_waiting_lines(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(run_events, "KEEP_ALIVE_S", 0.2)
-    monkeypatch.setattr(run_events, "KEEP_ALIVE_CHECK_S", 0.02)
-    model = delayed(ScriptedModel({"citation_check": verdicts()}, text=REPORT), 0.7)
-    history = tmp_path / "history.db"
-    engine = ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), history=history)
-    events = await collect(engine.run(QUESTION, mode="quick"))
-    assert any(isinstance(e, PhaseChanged) and e.waited_s for e in events)  # shown live
-    store = RunStore(history)
-    try:
-        stored = [e for e in store.load_events(events[0].run_id) if isinstance(e, PhaseChanged)]
-    finally:
-        store.close()
-    assert stored and not any(e.waited_s for e in stored)
-    shown = [e.phase for e in events if isinstance(e, PhaseChanged) and not e.waited_s]
-    assert [e.phase for e in stored] == shown
 
 
 def test_fathom_ask_prints_a_line_when_a_phase_starts_not_for_its_counts() -> None:

@@ -92,6 +92,8 @@ def _index(qtbot: Any, panel: LibraryPanel, docs: Path) -> None:
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000) as finished:
         panel.add_paths([docs])
     assert finished.args[0].indexed == len(FILES)
+    # the collection is listed while it is indexed too: wait for the ingest itself to end
+    qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=10_000)
     qtbot.waitUntil(lambda: panel.collection_item("notes") is not None, timeout=10_000)
 
 

@@ -226,13 +226,13 @@ def test_a_scripted_run_reopened_and_exported_never_freezes_the_window(
     writers: list[int] = []
     import app.ui.run_controller as run_controller
 
-    real_export = run_controller.export_report
+    real_export = run_controller.export
 
-    def spy(*args: Any) -> Path:
+    def spy(*args: Any, **kwargs: Any) -> Path:
         writers.append(threading.get_ident())
-        return real_export(*args)
+        return real_export(*args, **kwargs)
 
-    monkeypatch.setattr(run_controller, "export_report", spy)
+    monkeypatch.setattr(run_controller, "export", spy)
     monitor.start()
     written = [await_in_test(qtbot, window.export_to(tmp_path / f"report{suffix}")) for suffix in (".md", ".pdf")]
     exporting = monitor.stop()
