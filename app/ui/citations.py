@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from app.export.md_fences import balance_fences as balance_fences  # re-exported for the window
 from app.export.md_fences import classify
 
 CITE_SCHEME = "cite"

@@ -1,5 +1,5 @@
-"""The window's side of export: Qt's PDF renderer, the file dialog's filters, and
-the functions the window calls (the exporter itself is :mod:`app.export`, no Qt).
+"""The window's side of export: Qt's PDF renderer and the file dialog's filters
+(the exporter itself is :mod:`app.export`, no Qt).
 
 The PDF is the export's HTML page (the same one the HTML export writes)
 typeset by ``QTextDocument`` and ``QPdfWriter``: no network, no browser
@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtGui import QGuiApplication, QPageSize, QPdfWriter, QTextDocument
 
-from app.core.models import EntityTable, Evidence, SentenceSupport
-from app.export.content import ReportContent
-from app.export.exporter import PdfRenderer, export
-from app.export.markdown import report_markdown as _report_markdown
+from app.export.exporter import PdfRenderer
 
 EXPORT_FILTERS = {
     ".md": "Markdown (*.md)",
@@ -60,36 +55,3 @@ def headless_pdf_renderer() -> PdfRenderer:
     if QGuiApplication.instance() is None:
         _headless_app = QGuiApplication(["fathom"])
     return render_pdf
-
-
-def report_markdown(
-    question: str,
-    markdown: str,
-    evidence: Iterable[Evidence],
-    *,
-    include_consulted: bool = False,
-    support: SentenceSupport | None = None,
-) -> str:
-    """The export Markdown of a report as the window shows it."""
-    content = ReportContent(question, markdown, tuple(evidence), support=support)
-    return _report_markdown(content, include_consulted=include_consulted)
-
-
-def export_report(
-    path: Path,
-    question: str,
-    markdown: str,
-    evidence: Iterable[Evidence],
-    *,
-    include_consulted: bool = False,
-    support: SentenceSupport | None = None,
-) -> Path:
-    """Write the report in the format the file's suffix names (.md, .html, .pdf); the
-    sources it read but did not cite only when ``include_consulted``."""
-    content = ReportContent(question, markdown, tuple(evidence), support=support)
-    return export(content, path, include_consulted=include_consulted, pdf=render_pdf)
-
-
-def export_table(path: Path, table: EntityTable) -> Path:
-    """Write the table as .csv or .json (by the suffix)."""
-    return export(ReportContent("", "", table=table), path, pdf=render_pdf)

@@ -15,7 +15,7 @@ not cited (a click on its heading opens or closes it; its entries open the
 source like a citation).
 
 The report is untrusted text (a model wrote it, from documents anyone may have
-written): it is neutralised (:mod:`app.ui.safe_markdown`) so raw HTML shows as
+written): it is neutralised (:mod:`app.export.safe_markdown`) so raw HTML shows as
 text and URLs show as text, never as links; Qt parses it without HTML; and
 every link but the ``cite:n`` citations is removed (:mod:`app.ui.safe_document`).
 Nothing is ever loaded either: ``loadResource`` refuses every URL, so a report
@@ -33,10 +33,11 @@ from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from app.core.models import Citation, Evidence, SentenceSupport
+from app.export.md_fences import balance_fences
+from app.export.safe_markdown import code_span, neutralize_inline, neutralize_markdown
 from app.research.citations import mark_uncited, support_headline
-from app.ui.citations import balance_fences, citation_number, cited_numbers, linkify_citations
+from app.ui.citations import citation_number, cited_numbers, linkify_citations
 from app.ui.safe_document import fragments, set_untrusted_markdown
-from app.ui.safe_markdown import code_span, neutralize_inline, neutralize_markdown
 from app.ui.theme import unsupported_colour
 from app.ui.tooltips import plain_tooltip
 

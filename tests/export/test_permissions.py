@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exporting import export_report
 
 from app.core.models import Evidence
 from app.export.files import current_umask, write_export
-from app.ui.exporters import export_report
 
 
 @pytest.fixture

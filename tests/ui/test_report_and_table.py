@@ -14,7 +14,8 @@ from PySide6.QtCore import QPoint, Qt, QUrl
 from PySide6.QtGui import QTextCursor, QTextDocument, QTextTable
 
 from app.core.models import EntityTable, TableCell
-from app.ui.citations import balance_fences, cited_numbers, linkify_citations
+from app.export.md_fences import balance_fences
+from app.ui.citations import cited_numbers, linkify_citations
 from app.ui.report_view import ReportView
 from app.ui.table_view import EntityTableView
 

@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from exporting import export_report
 from helpers import await_in_test
 from pypdf import PdfReader
 from PySide6.QtCore import QPoint, Qt
@@ -26,10 +27,11 @@ from PySide6.QtGui import QTextCursor
 from app.core.events import Finished, ResearchEvent
 from app.core.models import Budget, Citation, Evidence, SentenceSupport
 from app.core.paths import AppPaths
+from app.export.content import ReportContent
+from app.export.markdown import report_markdown
 from app.research.citations import cited_numbers, first_cited, sentence_support, split_report, support_headline
 from app.research.engine import ResearchEngine
 from app.store.research_runs import RunStore
-from app.ui.exporters import export_report, report_markdown
 from app.ui.report_view import CONSULTED_HREF, UNCITED_MARK, UNCITED_TIP, ReportView
 from app.ui.run_presenter import RunPresenter
 from app.ui.table_view import EntityTableView
@@ -132,12 +134,12 @@ def test_also_consulted_is_collapsed_until_clicked_and_its_sources_open(qtbot: A
 
 
 def test_the_export_lists_the_cited_sources_once_and_the_rest_only_when_asked(qapp: Any, tmp_path: Path) -> None:
-    text = report_markdown("What is Milvus?", REPORT, EVIDENCE)
+    text = report_markdown(ReportContent("What is Milvus?", REPORT, tuple(EVIDENCE)))
     assert "*3 of 4 sentences cited, 1 flagged*" in text
     assert text.count("## Sources") == 1 and "## Open questions" in text
     assert re.findall(r"^- \[(\d+)\]", text, re.M) == ["1", "2"]
     assert "Bananas" not in text and "Also consulted" not in text
-    full = report_markdown("What is Milvus?", REPORT, EVIDENCE, include_consulted=True)
+    full = report_markdown(ReportContent("What is Milvus?", REPORT, tuple(EVIDENCE)), include_consulted=True)
     assert re.findall(r"^- \[(\d+)\]", full, re.M) == ["1", "2", "3", "4"]
     assert full.index("## Also consulted") < full.index("[3] **Bananas**")
     path = export_report(tmp_path / "report.pdf", "What is Milvus?", REPORT, EVIDENCE)

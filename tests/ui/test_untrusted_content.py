@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from exporting import export_report
 from markdown_it import MarkdownIt
 from pypdf import PdfReader
 from PySide6.QtCore import QObject, QPoint, Qt, QUrl, Slot
@@ -32,12 +33,11 @@ from PySide6.QtGui import QDesktopServices, QPdfWriter, QTextCursor, QTextDocume
 
 from app.core.models import Chunk, Evidence
 from app.core.opening import OpenDecision, decide_open
+from app.export.safe_markdown import neutralize_markdown
 from app.ui import source_viewer as source_viewer_module
 from app.ui.citations import citation_number, linkify_citations
-from app.ui.exporters import export_report
 from app.ui.file_opener import DesktopOpener
 from app.ui.report_view import ReportView
-from app.ui.safe_markdown import neutralize_markdown
 from app.ui.source_viewer import OPEN_LABEL, REVEAL_LABEL, SourceViewer
 
 HOSTILE = """## Findings
