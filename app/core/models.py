@@ -135,6 +135,11 @@ class Evidence:
     title: str = ""
     status: EvidenceStatus = EvidenceStatus.UNVERIFIED
 
+    @property
+    def location(self) -> str:
+        """Its file, and its page where it has one: ``/docs/a.pdf, page 3``."""
+        return self.path + (f", page {self.page}" if self.page is not None else "")
+
 
 @dataclass(frozen=True)
 class Citation:

@@ -31,10 +31,9 @@ _SECTION_LIKE = re.compile(r"^ {0,3}#{1,6}[ \t]+(?:sources|also consulted|open q
 
 def source_entry(e: Evidence) -> str:
     """One list item: ``[n]``, the title in bold, the path (and page) in code, the passage quoted."""
-    where = e.path + (f", page {e.page}" if e.page is not None else "")
     title = quote_text(e.title or Path(e.path).name) or "untitled"
     quote = quote_text(e.quote)
-    return f"- [{e.number}] **{title}** — {code_span(where)}" + (f"\n\n  > {quote}\n" if quote else "\n")
+    return f"- [{e.number}] **{title}** — {code_span(e.location)}" + (f"\n\n  > {quote}\n" if quote else "\n")
 
 
 def _own_sections_as_text(body: str) -> str:

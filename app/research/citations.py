@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from app.core.models import Citation, SentenceSupport
+from app.core.models import Citation, Evidence, SentenceSupport
 
 # [3], [1, 2], [1;2] — not a Markdown link "[1](...)"
 CITE_RE = re.compile(r"\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\()")
@@ -297,3 +297,14 @@ def first_cited(markdown: str, numbers: Iterable[int]) -> list[int]:
 
 def _cited_outside_code(markdown: str) -> list[int]:
     return cited_numbers("".join(line for line, _prose, in_code in _lines(markdown) if not in_code))
+
+
+def sources_section(cited: Sequence[Evidence]) -> str:
+    """The Sources list of a report: the cited evidence, once each, in the order given."""
+    if not cited:
+        return f"{SOURCES_HEADING}\n\nNo source is cited."
+    lines = [SOURCES_HEADING, ""]
+    for e in cited:
+        title = f"{e.title} — " if e.title else ""
+        lines.append(f"- [{e.number}] {title}{e.location}")
+    return "\n".join(lines)

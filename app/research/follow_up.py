@@ -25,7 +25,7 @@ from app.core.events import SubQueryPlanned
 from app.core.models import Evidence, Report
 from app.research import prompts
 from app.research.bridging import bridge_queries
-from app.research.citations import SOURCES_HEADING, cited_numbers, split_report
+from app.research.citations import cited_numbers, sources_section, split_report
 from app.research.query_hygiene import normalise_query
 from app.store.research_runs import RunStore
 
@@ -160,13 +160,7 @@ def thread_markdown(steps: Sequence[tuple[str, Report]]) -> str:
     sources = [e for e in latest.evidence if e.number in cited]
     _, tail = split_report(latest.markdown)
     after_sources = tail.split("\n## ", 1)[1] if "\n## " in tail else ""
-    lines = [SOURCES_HEADING, ""]
-    for e in sources:
-        where = e.path + (f", page {e.page}" if e.page is not None else "")
-        lines.append(f"- [{e.number}] {e.title + ' — ' if e.title else ''}{where}")
-    if not sources:
-        lines.append("No source is cited.")
-    text = "\n\n".join(parts) + "\n\n" + "\n".join(lines) + "\n"
+    text = "\n\n".join(parts) + "\n\n" + sources_section(sources) + "\n"
     return text + (f"\n## {after_sources.rstrip()}\n" if after_sources else "")
 
 

@@ -114,18 +114,6 @@ def _drop_question_echo(body: str, question: str) -> str:
     return "\n".join(kept).strip()
 
 
-def _sources_section(cited: Sequence[Evidence]) -> str:
-    """The Sources list: the cited evidence, once each, in its (renumbered) order."""
-    if not cited:
-        return f"{cit.SOURCES_HEADING}\n\nNo source is cited."
-    lines = [cit.SOURCES_HEADING, ""]
-    for e in cited:
-        where = e.path + (f", page {e.page}" if e.page is not None else "")
-        title = f"{e.title} — " if e.title else ""
-        lines.append(f"- [{e.number}] {title}{where}")
-    return "\n".join(lines)
-
-
 def finish_report(
     text: str,
     evidence: Sequence[Evidence],
@@ -151,7 +139,7 @@ def finish_report(
     markdown = (
         text.rstrip()
         + "\n\n"
-        + _sources_section([e for e in renumbered if e.number in listed])
+        + cit.sources_section([e for e in renumbered if e.number in listed])
         + "\n\n"
         + _open_questions_section(open_questions)
         + "\n"

@@ -217,9 +217,8 @@ class ReportView(QTextBrowser):
         lines = [f"[{arrow} {CONSULTED_TITLE} ({len(self._consulted)})]({CONSULTED_HREF})", ""]
         if self.consulted_open:
             for e in self._consulted:
-                where = e.path + (f", page {e.page}" if e.page is not None else "")
                 title = neutralize_inline(e.title or Path(e.path).name)
-                lines.append(f"- [{e.number}] {title} — {code_span(where)}")
+                lines.append(f"- [{e.number}] {title} — {code_span(e.location)}")
         return "\n".join(lines) + "\n"
 
     def _format_uncited(self) -> None:
