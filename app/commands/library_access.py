@@ -9,7 +9,6 @@ they work while a Fathom window has the library open.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -47,11 +46,8 @@ def open_catalog_read_only(err: TextIO) -> tuple[Catalog | None, bool]:
     from app.core.paths import app_paths
     from app.store.catalog import Catalog
 
-    path = app_paths().catalog_file
-    if not path.exists() or not _has_table(path, "collections"):
-        return None, True
     try:
-        return Catalog(path, read_only=True), True
+        return Catalog.open_read_only(app_paths().catalog_file), True
     except FathomError as exc:
         print(str(exc), file=err)
         return None, False
@@ -73,17 +69,3 @@ def open_history_read_only(err: TextIO) -> tuple[RunStore | None, bool]:
     except FathomError as exc:
         print(str(exc), file=err)
         return None, False
-
-
-def _has_table(path: Path, table: str) -> bool:
-    """Whether the SQLite file holds ``table`` (True when it cannot tell: opening it says why)."""
-    import sqlite3
-
-    try:
-        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [table]).fetchone() is not None
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return True

@@ -81,7 +81,7 @@ class Catalog:
         try:
             conn.execute("PRAGMA busy_timeout = 10000")
             if read_only:
-                conn.execute(f"SELECT count(*) FROM {_COLLECTIONS}")  # a damaged or foreign file says so now
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # a damaged file says so now
                 return
             self.db.enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -162,6 +162,18 @@ class Catalog:
         """Several writes as one (rolled back together on error)."""
         with self._lock, self._conn:
             yield
+
+    @classmethod
+    def open_read_only(cls, path: Path) -> Catalog | None:
+        """The catalog opened read-only (no lock taken, nothing written); None when there is
+        none yet (no file, or no collection ever made). StoreError when it cannot be read."""
+        if not path.exists():
+            return None
+        catalog = cls(path, read_only=True)
+        if not catalog.db.table(_COLLECTIONS).exists():
+            catalog.close()
+            return None
+        return catalog
 
     def close(self) -> None:
         with self._lock:
