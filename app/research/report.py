@@ -76,6 +76,18 @@ def report_sources(evidence: EvidenceRegistry, limit: int) -> list[tuple[int, Ch
     return evidence.chunks(evidence.spread(limit))
 
 
+# the report writer's standing instructions (its system prompt, a follow-up's rule aside)
+WRITER_RULES = (
+    "You write a short research report that answers the user's question "
+    "using only the numbered documents. Write plain sentences in Markdown paragraphs, no HTML.",
+    prompts.DATA_RULE,
+    "Every sentence that states a fact must end with the id of the document it comes from "
+    "in square brackets, like [2], before the full stop; a sentence drawn from two documents cites both. "
+    "Cite only ids that appear in the documents. Do not add a sources list. "
+    "If the documents do not answer part of the question, say so.",
+)
+
+
 def report_messages(
     question: str, evidence: EvidenceRegistry, view: SourceView, guidance: str, prompt_chars: int, earlier: str = ""
 ) -> list[Message]:
@@ -85,16 +97,7 @@ def report_messages(
         evidence_excerpts(question, evidence, view), max_chars=view.chars, total_chars=prompt_chars
     )
     return [
-        prompts.system(
-            "You write a short research report that answers the user's question "
-            "using only the numbered documents. Write plain sentences in Markdown paragraphs, no HTML.",
-            prompts.DATA_RULE,
-            "Every sentence that states a fact must end with the id of the document it comes from "
-            "in square brackets, like [2], before the full stop; a sentence drawn from two documents cites both. "
-            "Cite only ids that appear in the documents. Do not add a sources list. "
-            "If the documents do not answer part of the question, say so.",
-            follow_up.REPORT_RULE if earlier else "",
-        ),
+        prompts.system(*WRITER_RULES, follow_up.REPORT_RULE if earlier else ""),
         prompts.user(prompts.question_block(question), earlier, docs, guidance),
     ]
 

@@ -34,10 +34,8 @@ from app.research.entity_table import (
     table_to_markdown,
     tidy_table_report,
 )
-from app.research.evidence import EvidenceRegistry
-from app.research.report import report_messages
+from app.research.report import WRITER_RULES
 from app.research.sentence_markers import mark_sentences, parse_ranges, quote_for, split_sentences
-from app.research.snippets import SourceView
 
 MAX_COLUMNS = 5
 MAX_ENTITIES_PER_CHUNK = 6
@@ -356,6 +354,6 @@ async def run_mode(ctx: RunContext) -> Report:
     preface = f"## {entity_type.capitalize()} table\n\n{table_md}"
     report = await ctx.write_report(guidance=guidance, preface=preface)
     # the table once (above), and no line of the prompt in the summary a small model writes under it
-    instructions = [guidance, *(m["content"] for m in report_messages("", EvidenceRegistry(), SourceView(), "", 0))]
+    instructions = [guidance, *WRITER_RULES]
     report = tidy_table_report(report, len(preface.strip().splitlines()), instructions)
     return dataclasses.replace(report, table=table)
