@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -182,24 +183,40 @@ def qt_app() -> Any:
     return app
 
 
-def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
+def in_window(app: Any, tmp: Path, body: Callable[[Any], Awaitable[None]]) -> None:
+    """Show a window over a fresh data dir under ``tmp`` (``window_settings``), run ``body(window)``
+    on a qasync loop, then close the window, shut it down and remove ``tmp``."""
     import qasync
 
     from app.ui.main_window import MainWindow
     from app.ui.services import Services
 
-    app = qt_app()
-    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
-    source = docs_folder(tmp, files)
     settings, paths = window_settings(tmp)
     loop = qasync.QEventLoop(app)
-    monitor = StallMonitor()
-    if os.environ.get("FATHOM_BENCH_WATCHDOG"):
-        Watchdog(monitor)
 
     async def main() -> None:
         window = MainWindow(Services(settings, paths))
         window.show()
+        await body(window)
+        window.close()
+        await window.shutdown()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
+    app = qt_app()
+    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
+    source = docs_folder(tmp, files)
+    monitor = StallMonitor()
+    if os.environ.get("FATHOM_BENCH_WATCHDOG"):
+        Watchdog(monitor)
+
+    async def main(window: Any) -> None:
         monitor.start()
         await window.start()
         report(monitor, "window start-up (library opening in the background)")
@@ -242,14 +259,8 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
             await bench_export(window, monitor, tmp / "report.pdf")
         if screenshot is not None:
             await take_screenshot(window, screenshot)
-        window.close()
-        await window.shutdown()
 
-    try:
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    in_window(app, tmp, main)
 
 
 # -- silence -----------------------------------------------------------------
@@ -258,20 +269,11 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
 def bench_silence(files: int | None, modes: list[str], question: str, rounds: int) -> None:
     """One run per mode through the window: the longest silent gap of each, and the
     status lines the window showed (every distinct text of its state label)."""
-    import qasync
-
-    from app.ui.main_window import MainWindow
-    from app.ui.services import Services
-
     app = qt_app()
     tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-silence-"))
     source = docs_folder(tmp, files)
-    settings, paths = window_settings(tmp)
-    loop = qasync.QEventLoop(app)
 
-    async def main() -> None:
-        window = MainWindow(Services(settings, paths))
-        window.show()
+    async def main(window: Any) -> None:
         await window.start()
         library = await window.services.open_library()
         async for _event in library.ingest([source], "milvus"):
@@ -309,14 +311,8 @@ def bench_silence(files: int | None, modes: list[str], question: str, rounds: in
             print(f"  {len(shown)} status lines: " + " | ".join(shown[:12]) + (" | …" if len(shown) > 12 else ""))
         print("longest silent gap per mode: " + ", ".join(f"{m} {g:.2f} s" for m, g, _ in rows), flush=True)
         print("longest wait for progress per mode: " + ", ".join(f"{m} {w:.2f} s" for m, _, w in rows), flush=True)
-        window.close()
-        await window.shutdown()
 
-    try:
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    in_window(app, tmp, main)
 
 
 async def bench_stop(window: Any, monitor: StallMonitor) -> None:

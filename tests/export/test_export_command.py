@@ -9,10 +9,10 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fathom_process import run_fathom
 from hostile_run import record_hostile_run
 from read_back import read_html, read_markdown, read_pdf
 
@@ -35,17 +35,7 @@ def fathom(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str
     """The ``fathom`` script as a user runs it, with no display at all and umask 022."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["FATHOM_HOME"] = str(home)
-    command = Path(sys.executable).parent / "fathom"
-    return subprocess.run(
-        [str(command), "export", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        preexec_fn=lambda: os.umask(0o022),
-    )
+    return run_fathom("export", *args, env=env, cwd=cwd, timeout=300, umask=0o022)
 
 
 @pytest.fixture

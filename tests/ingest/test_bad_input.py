@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fathom_process import REPO, run_fathom
 from ingest_files import make_encrypted_pdf, paths_in
 
 from app.core.events import FileDone, IngestEvent, IngestFinished
@@ -18,7 +18,6 @@ from app.core.settings import Settings
 from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.ingest.library import Library
 
-REPO = Path(__file__).resolve().parents[2]
 GOOD = "# Tide Tables\n\nThe spring tide at Skerry Point peaks at 5.2 metres.\n"
 
 
@@ -87,15 +86,7 @@ def test_an_unreadable_file_is_reported_and_the_rest_indexed(tmp_path: Path) -> 
     env = {**os.environ, "FATHOM_HOME": str(home), "PYTHONPATH": str(REPO)}
     drop = "-dac_override,-dac_read_search"
     command = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", sys.executable, "-m", "app"]
-    result = subprocess.run(
-        [*command, "ingest", str(docs), "--collection", "perms"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = run_fathom("ingest", str(docs), "--collection", "perms", env=env, cwd=REPO, program=command)
     assert result.returncode == 0, result.stderr
     assert f"{secret}: Fathom has no permission to read this file." in result.stderr
     assert "1 indexed" in result.stderr and "1 failed" in result.stderr

@@ -14,10 +14,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fathom_process import run_fathom
 
 # What a third-party logger writes that Fathom never does.
 NOISE = re.compile(
@@ -27,10 +27,7 @@ NOISE = re.compile(
 
 
 def fathom(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = Path(sys.executable).parent / "fathom"
-    return subprocess.run(
-        [str(command), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
+    return run_fathom(*args, env=env, cwd=cwd)
 
 
 def test_ingest_and_search_write_only_fathoms_own_lines_to_stderr(

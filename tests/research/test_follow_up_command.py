@@ -8,10 +8,10 @@ import asyncio
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fathom_process import MODULE, REPO, run_fathom
 from musique_thread import FIRST, FOLLOW_UP, write_paragraphs
 
 from app.core.paths import app_paths
@@ -21,21 +21,12 @@ from app.research.citations import SOURCES_HEADING
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 HEADER = re.compile(r"^\*\d+ of \d+ sentences? cited, \d+ flagged\*$")
 
 
 def fathom(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # FATHOM_HOME: this test's (tests/conftest.py)
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # FATHOM_HOME: this test's (tests/conftest.py)
+    return run_fathom(*args, env=env, cwd=REPO, program=MODULE)
 
 
 def test_ask_a_follow_up_from_the_command_line(shared_data: Path, tmp_path: Path) -> None:

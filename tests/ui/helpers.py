@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shutil
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,12 +15,14 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from stall_monitor import waiting
 
-from app.core.paths import app_paths
+from app.core.paths import AppPaths, app_paths
 from app.core.settings import Settings
+from app.ui.main_window import MainWindow
 from app.ui.services import Services
 
 if TYPE_CHECKING:
     from app.research.engine import ResearchEngine
+    from app.ui.research_panel import ResearchPanel
 
 T = TypeVar("T")
 
@@ -114,3 +117,74 @@ def run_to_the_end(qtbot: Any, window: Any, timeout_ms: int = 600_000) -> Any:
     qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
     qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
     return final
+
+
+@contextmanager
+def real_window(
+    qloop: asyncio.AbstractEventLoop,
+    home: Path,
+    sources: list[Path],
+    collection: str,
+    *,
+    run_options: dict[str, Any],
+    size: tuple[int, int] | None = None,
+) -> Iterator[MainWindow]:
+    """The real window over a fresh home: the starter model (llama.cpp, temperature 0), the
+    real library with ``sources`` ingested into ``collection``, the model loaded once.
+
+    For a module-scoped fixture: set-up and shutdown run with ``drive``."""
+    paths = AppPaths(home / "config", home / "data", home / "cache").ensure()
+    base = Settings()
+    settings = dataclasses.replace(
+        base,
+        model=dataclasses.replace(base.model, backend="llamacpp", temperature=0.0),
+        ui=dataclasses.replace(base.ui, first_run_done=True),
+    )
+    services = Services(settings, paths)
+    win = MainWindow(services)
+    win.runs.run_options = run_options
+    if size is not None:
+        win.resize(*size)
+    win.show()
+
+    async def setup() -> None:
+        await win.start()
+        library = await services.open_library()
+        async for _event in library.ingest(sources, collection):
+            pass
+        await win.library_panel.controller.refresh()
+        await services.engine()  # load the model once for the module
+
+    drive(qloop, setup())
+    yield win
+    drive(qloop, win.shutdown())
+    win.close()
+    win.deleteLater()
+
+
+def fill_research_panel(
+    panel: ResearchPanel, question: str, mode: str, *, rounds: int, top_k: int, subqueries: int | None = None
+) -> None:
+    """Ask ``question`` in ``mode`` over every collection, with this budget (the sub-questions
+    left as they are when ``subqueries`` is None)."""
+    panel.question.setPlainText(question)
+    panel.mode.setCurrentIndex(panel.mode.findData(mode))
+    panel.set_scope([])
+    panel.rounds.setValue(rounds)
+    if subqueries is not None:
+        panel.subqueries.setValue(subqueries)
+    panel.top_k.setValue(top_k)
+
+
+@contextmanager
+def started_window(qtbot: Any) -> Iterator[MainWindow]:
+    """The window with default settings (FATHOM_HOME: the test's), started: its library open."""
+    services = Services(Settings(), app_paths().ensure())
+    win = MainWindow(services)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.ready, timeout=120_000):
+        win.start()
+    assert services.library is not None, services.library_error
+    yield win
+    await_in_test(qtbot, win.shutdown(), 60_000)

@@ -5,20 +5,16 @@ thread once in History, and reopen it whole."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import drive, run_to_the_end
+from helpers import fill_research_panel, real_window, run_to_the_end
 from musique_thread import FIRST, FOLLOW_UP, write_paragraphs
 
-from app.core.paths import AppPaths
-from app.core.settings import Settings
 from app.research.citations import SOURCES_HEADING
 from app.ui.main_window import MainWindow
-from app.ui.services import Services
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -26,44 +22,17 @@ pytestmark = [pytest.mark.gui, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     home = tmp_path_factory.mktemp("follow-up-window")
-    paths = AppPaths(home / "config", home / "data", home / "cache").ensure()
-    base = Settings()
-    settings = dataclasses.replace(
-        base,
-        model=dataclasses.replace(base.model, backend="llamacpp", temperature=0.0),
-        ui=dataclasses.replace(base.ui, first_run_done=True),
-    )
-    services = Services(settings, paths)
-    win = MainWindow(services)
-    win.runs.run_options = {"report_max_tokens": 120}  # keep the tiny model's reports short
-    win.resize(1366, 768)
-    win.show()
     files = write_paragraphs(shared_data, home / "paragraphs")
-
-    async def setup() -> None:
-        await win.start()
-        library = await services.open_library()
-        async for _event in library.ingest(files, "music"):
-            pass
-        await win.library_panel.controller.refresh()
-        await services.engine()
-
-    drive(qloop, setup())
-    yield win
-    drive(qloop, win.shutdown())
-    win.close()
-    win.deleteLater()
+    short = {"report_max_tokens": 120}  # keep the tiny model's reports short
+    with real_window(qloop, home, files, "music", run_options=short, size=(1366, 768)) as win:
+        yield win
 
 
 def test_ask_a_follow_up_see_its_section_and_branch_and_reopen_the_thread(
     qtbot: Any, aloop: Any, window: MainWindow
 ) -> None:
     panel = window.research_panel
-    panel.question.setPlainText(FIRST)
-    panel.mode.setCurrentIndex(panel.mode.findData("quick"))
-    panel.set_scope([])
-    panel.rounds.setValue(1)
-    panel.top_k.setValue(3)
+    fill_research_panel(panel, FIRST, "quick", rounds=1, top_k=3)
     assert not panel.follow_up_button.isEnabled()  # nothing to follow up yet
     first = run_to_the_end(qtbot, window)
     first_report = window.report.markdown_text()

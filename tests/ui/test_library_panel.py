@@ -8,28 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import answer_confirmation, await_in_test, drop_paths, make_docs_folder
+from helpers import answer_confirmation, await_in_test, drop_paths, make_docs_folder, started_window
 
-from app.core.paths import app_paths
-from app.core.settings import Settings
 from app.ui.library_panel import KIND_ROLE
 from app.ui.main_window import MainWindow
-from app.ui.services import Services
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 
 @pytest.fixture
 def window(qtbot: Any, aloop: Any) -> Any:
-    services = Services(Settings(), app_paths().ensure())
-    win = MainWindow(services)
-    qtbot.addWidget(win)
-    win.show()
-    with qtbot.waitSignal(win.ready, timeout=120_000):
-        win.start()
-    assert services.library is not None, services.library_error
-    yield win
-    await_in_test(qtbot, win.shutdown(), 60_000)
+    with started_window(qtbot) as win:
+        yield win
 
 
 def test_dropping_a_folder_indexes_it_with_progress_and_failures(

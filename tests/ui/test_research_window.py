@@ -3,23 +3,20 @@ Library (Milvus Lite + Docling) and the real starter model (llama.cpp)."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import await_in_test, drive, make_docs_folder, run_to_the_end
+from helpers import await_in_test, fill_research_panel, make_docs_folder, real_window, run_to_the_end
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QTextCursor
 
 from app.core.events import ChunkJudged, Finished, RoundStarted, SearchFinished, SubQueryPlanned, UsageUpdated
-from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.research.tree import chunk_node_id
 from app.ui.main_window import MainWindow
-from app.ui.services import Services
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -29,33 +26,10 @@ QUESTION = "What is Milvus Lite and how is it installed?"
 @pytest.fixture(scope="module")
 def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     home = tmp_path_factory.mktemp("research-window")
-    paths = AppPaths(home / "config", home / "data", home / "cache").ensure()
-    base = Settings()
-    settings = dataclasses.replace(
-        base,
-        model=dataclasses.replace(base.model, backend="llamacpp", temperature=0.0),
-        ui=dataclasses.replace(base.ui, first_run_done=True),
-    )
-    services = Services(settings, paths)
-    win = MainWindow(services)
-    # keep runs short with the tiny model: a short report, one round
-    win.runs.run_options = {"report_max_tokens": 120}
-    win.show()
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
-
-    async def setup() -> None:
-        await win.start()
-        library = await services.open_library()
-        async for _event in library.ingest([folder], "milvus"):
-            pass
-        await win.library_panel.controller.refresh()
-        await services.engine()  # load the model once for the module
-
-    drive(qloop, setup())
-    yield win
-    drive(qloop, win.shutdown())
-    win.close()
-    win.deleteLater()
+    # keep runs short with the tiny model: a short report, one round
+    with real_window(qloop, home, [folder], "milvus", run_options={"report_max_tokens": 120}) as win:
+        yield win
 
 
 def _configure(win: MainWindow, mode: str, rounds: int, queries: int) -> None:
@@ -63,12 +37,7 @@ def _configure(win: MainWindow, mode: str, rounds: int, queries: int) -> None:
     panel (reopening a run from History restores its budget and collections)."""
     panel = win.research_panel
     defaults = Settings().research
-    panel.question.setPlainText(QUESTION)
-    panel.mode.setCurrentIndex(panel.mode.findData(mode))
-    panel.set_scope([])
-    panel.rounds.setValue(rounds)
-    panel.subqueries.setValue(queries)
-    panel.top_k.setValue(3)
+    fill_research_panel(panel, QUESTION, mode, rounds=rounds, subqueries=queries, top_k=3)
     panel.max_tokens.setValue(defaults.max_tokens)
     panel.max_minutes.setValue(max(1, round(defaults.max_seconds / 60)))
 

@@ -4,18 +4,14 @@ engine, the real Library (Milvus Lite + Docling) and the real starter model
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import drive, make_docs_folder, run_to_the_end
+from helpers import fill_research_panel, make_docs_folder, real_window, run_to_the_end
 
 from app.core.events import PhaseChanged
-from app.core.paths import AppPaths
-from app.core.settings import Settings
 from app.ui.main_window import MainWindow
-from app.ui.services import Services
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -25,42 +21,14 @@ QUESTION = "What is Milvus Lite and how is it installed?"
 @pytest.fixture(scope="module")
 def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     home = tmp_path_factory.mktemp("status-line")
-    paths = AppPaths(home / "config", home / "data", home / "cache").ensure()
-    base = Settings()
-    settings = dataclasses.replace(
-        base,
-        model=dataclasses.replace(base.model, backend="llamacpp", temperature=0.0),
-        ui=dataclasses.replace(base.ui, first_run_done=True),
-    )
-    services = Services(settings, paths)
-    win = MainWindow(services)
-    win.runs.run_options = {"report_max_tokens": 120}  # a short report: the tiny model loops on long ones
-    win.show()
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
-
-    async def setup() -> None:
-        await win.start()
-        library = await services.open_library()
-        async for _event in library.ingest([folder], "milvus"):
-            pass
-        await win.library_panel.controller.refresh()
-        await services.engine()
-
-    drive(qloop, setup())
-    yield win
-    drive(qloop, win.shutdown())
-    win.close()
-    win.deleteLater()
+    short = {"report_max_tokens": 120}  # a short report: the tiny model loops on long ones
+    with real_window(qloop, home, [folder], "milvus", run_options=short) as win:
+        yield win
 
 
 def test_the_status_line_says_each_phase_of_a_real_run(qtbot: Any, aloop: Any, window: MainWindow) -> None:
-    panel = window.research_panel
-    panel.question.setPlainText(QUESTION)
-    panel.mode.setCurrentIndex(panel.mode.findData("deep"))
-    panel.set_scope([])
-    panel.rounds.setValue(1)
-    panel.subqueries.setValue(2)
-    panel.top_k.setValue(3)
+    fill_research_panel(window.research_panel, QUESTION, "deep", rounds=1, subqueries=2, top_k=3)
     shown: list[str] = []
 
     def read_label(_text: str) -> None:  # connected after the label: reads what the user sees

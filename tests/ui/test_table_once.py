@@ -6,21 +6,17 @@ the report — a small model echoes its prompt."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import drive, make_docs_folder, run_to_the_end
+from helpers import drive, fill_research_panel, make_docs_folder, real_window, run_to_the_end
 
-from app.core.paths import AppPaths
-from app.core.settings import Settings
 from app.llm.base import Message
 from app.research.citations import split_report
 from app.ui.main_window import MainWindow
-from app.ui.services import Services
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -73,48 +69,21 @@ def instruction_lines(prompts: list[Sequence[Message]]) -> set[str]:
 @pytest.fixture(scope="module")
 def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     home = tmp_path_factory.mktemp("table-window")
-    paths = AppPaths(home / "config", home / "data", home / "cache").ensure()
-    base = Settings()
-    settings = dataclasses.replace(
-        base,
-        model=dataclasses.replace(base.model, backend="llamacpp", temperature=0.0),
-        ui=dataclasses.replace(base.ui, first_run_done=True),
-    )
-    services = Services(settings, paths)
-    win = MainWindow(services)
-    # a short table run with the tiny model: few chunks read, few rows filled, a short summary
-    win.runs.run_options = {"report_max_tokens": 160, "table_max_chunks": 4, "table_max_rows": 3}
-    win.show()
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
-
-    async def setup() -> RecordingModel:
-        await win.start()
-        library = await services.open_library()
-        async for _event in library.ingest([folder], "milvus"):
-            pass
-        await win.library_panel.controller.refresh()
-        engine = await services.engine()
+    # a short table run with the tiny model: few chunks read, few rows filled, a short summary
+    options = {"report_max_tokens": 160, "table_max_chunks": 4, "table_max_rows": 3}
+    with real_window(qloop, home, [folder], "milvus", run_options=options) as win:
+        engine = drive(qloop, win.services.engine())  # loaded already: the same engine
         recording = RecordingModel(engine.model)
         engine.model = recording  # type: ignore[assignment]
-        return recording
-
-    win.recording = drive(qloop, setup())
-    yield win
-    drive(qloop, win.shutdown())
-    win.close()
-    win.deleteLater()
+        win.recording = recording
+        yield win
 
 
 def test_table_mode_shows_its_table_once_and_never_a_line_of_its_prompt(
     qtbot: Any, aloop: Any, window: MainWindow
 ) -> None:
-    panel = window.research_panel
-    panel.question.setPlainText(QUESTION)
-    panel.mode.setCurrentIndex(panel.mode.findData("table"))
-    panel.set_scope([])
-    panel.rounds.setValue(1)
-    panel.subqueries.setValue(2)
-    panel.top_k.setValue(4)
+    fill_research_panel(window.research_panel, QUESTION, "table", rounds=1, subqueries=2, top_k=4)
     final = run_to_the_end(qtbot, window)
 
     table = final.report.table
