@@ -195,6 +195,10 @@ class Report:
     table: EntityTable | None = None
     answer: str = ""  # short answer, when a mode extracts one (hds, benchmarks)
     support: SentenceSupport | None = None  # None: written before sentences were counted
+    # the evidence numbers the report writer was shown, and those the short answer read
+    # (the research-quality funnel: what a run found, what its report and answer used)
+    written_from: tuple[int, ...] = ()
+    answer_from: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,17 @@ def finish_report(
     return markdown, renumbered, citations, cit.sentence_support(markdown, citations)
 
 
+def _renumbered(registry: EvidenceRegistry, final: Sequence[Evidence], numbers: Sequence[int]) -> tuple[int, ...]:
+    """``numbers`` (the run's evidence numbers) as the finished report numbers them."""
+    new = {e.chunk_id: e.number for e in final}
+    out = []
+    for n in numbers:
+        item = registry.get(n)
+        if item is not None and item.chunk_id in new:
+            out.append(new[item.chunk_id])
+    return tuple(out)
+
+
 def _open_questions_section(items: Sequence[str]) -> str:
     lines = ["## Open questions", ""]
     lines += [f"- {item}" for item in items] or ["- None noted."]
@@ -276,8 +287,10 @@ class ReportWriter:
         markdown, evidence, citations, support = finish_report(
             head + body, self.evidence.all(), checked, questions, self.evidence.earlier
         )
+        answer_from: list[int] = []
         if not answer and self.options.get("short_answer") and len(self.evidence):
             answer = await self._short_answer(body)
+            answer_from = cit.cited_numbers(body)  # it reads the report
         return Report(
             markdown=markdown,
             evidence=evidence,
@@ -286,6 +299,8 @@ class ReportWriter:
             removed_citations=removed,
             answer=answer,
             support=support,
+            written_from=_renumbered(self.evidence, evidence, [n for n, _ in sources]),
+            answer_from=_renumbered(self.evidence, evidence, answer_from),
         )
 
     async def _short_answer(self, body: str) -> str:

@@ -8,8 +8,11 @@ the questions through each mode with the same model and prints, per mode:
 * answer exact match and token F1 against the answer and its aliases
   (SQuAD normalisation); the answer is ``Report.answer`` (hds's boxed answer;
   other modes get one short-answer call after the report, ``short_answer``);
-* recall of the gold supporting paragraphs among the chunks the run retrieved
-  (every ``SearchFinished`` hit) and among the chunks its report cites;
+* recall of the gold supporting paragraphs at each stage of the evidence funnel:
+  among the chunks the run retrieved (every ``SearchFinished`` hit), judged
+  relevant (the report's evidence), shown to the report writer
+  (``Report.written_from``), cited by the report, and read by the short answer
+  (``Report.answer_from``); the drop between two stages is where evidence is lost;
 * cited-sentence share: of all the report sentences of a mode's runs, the share
   that cite a source (``app.research.citations.sentence_support``);
 * model calls, prompt + completion tokens and wall time per question (medians
@@ -27,7 +30,8 @@ Usage::
     .venv/bin/python tests/bench/bench_musique.py --limit 20
     .venv/bin/python tests/bench/bench_musique.py --limit 3 --modes quick,hds
     .venv/bin/python tests/bench/bench_musique.py --backend ollama --model qwen3:8b
-    .venv/bin/python tests/bench/bench_musique.py --summarise /tmp/musique.jsonl
+    .venv/bin/python tests/bench/bench_musique.py --summarise /tmp/musique-a.jsonl /tmp/musique-b.jsonl
+    .venv/bin/python tests/bench/bench_musique.py --compare /tmp/before.jsonl /tmp/after.jsonl
     # the figures in README.md: two processes (question offsets 0 and 10), each with
     .venv/bin/python tests/bench/bench_musique.py --offset 0 --limit 10 --max-seconds 240 \
         --table-max-seconds 90 --max-reply-tokens 128 --max-rounds 3 --max-subqueries 3 \
@@ -148,7 +152,10 @@ class Record:
     em: float = 0.0
     f1: float = 0.0
     retrieved: list[int] = field(default_factory=list)
+    judged: list[int] = field(default_factory=list)  # in the run's evidence (judged relevant)
+    written: list[int] = field(default_factory=list)  # shown to the report writer
     cited: list[int] = field(default_factory=list)
+    used: list[int] = field(default_factory=list)  # read by the short answer
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -168,7 +175,13 @@ class Record:
 
     @property
     def recall_cited(self) -> float:
-        return len(set(self.gold) & set(self.cited)) / len(self.gold) if self.gold else 0.0
+        return self.recall("cited")
+
+    def recall(self, stage: str) -> float:
+        """Share of the gold paragraphs among those of ``stage`` (a funnel stage: retrieved,
+        judged, written, cited, used)."""
+        found: list[int] = getattr(self, stage)
+        return len(set(self.gold) & set(found)) / len(self.gold) if self.gold else 0.0
 
     @property
     def tokens(self) -> int:
@@ -179,6 +192,11 @@ def cited_paragraphs(report: Any) -> list[int]:
     body = report.markdown.split("## Sources", 1)[0]
     numbers = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
     numbers |= {c.number for c in report.citations}
+    return paragraphs_of(report, numbers)
+
+
+def paragraphs_of(report: Any, numbers: Iterable[int]) -> list[int]:
+    """The corpus paragraphs of the report's evidence ``numbers``, each once."""
     by_number = {e.number: e for e in report.evidence}
     out = []
     for n in sorted(numbers):
@@ -217,6 +235,9 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
                 record.stop_reason = event.stop_reason
                 record.prediction = event.report.answer
                 record.cited = cited_paragraphs(event.report)
+                record.judged = paragraphs_of(event.report, [e.number for e in event.report.evidence])
+                record.written = paragraphs_of(event.report, getattr(event.report, "written_from", ()))
+                record.used = paragraphs_of(event.report, getattr(event.report, "answer_from", ()))
                 support = event.report.support or sentence_support(event.report.markdown, event.report.citations)
                 record.sentences = support.sentences
                 record.cited_sentences = support.cited
@@ -311,6 +332,7 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
             f"recall cited {_mean(deep[q].recall_cited for q in shared):.2f} vs "
             f"{_mean(quick[q].recall_cited for q in shared):.2f}"
         )
+    lines += ["", funnel_table(records, modes)]
     tasks = sorted({t for r in records for t in r.tokens_by_task})
     if tasks:
         lines += ["", "tokens per question by step (mean):", "", "| mode | " + " | ".join(tasks) + " |"]
@@ -322,11 +344,71 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def load_records(path: Path) -> list[Record]:
+FUNNEL = ("retrieved", "judged", "written", "cited", "used")
+
+
+def funnel_table(records: Sequence[Record], modes: Sequence[str]) -> str:
+    """Gold-paragraph recall at each stage of a run, per mode: retrieved (any search
+    hit) → judged relevant (the evidence table) → written (shown to the report
+    writer) → cited (in the report) → used (read by the short answer). The drop
+    between two stages is where the evidence is lost."""
+    by_mode: dict[str, list[Record]] = collections.defaultdict(list)
+    for r in records:
+        by_mode[r.mode].append(r)
+    lines = [
+        "evidence funnel (gold-paragraph recall at each stage, mean):",
+        "",
+        "| mode | " + " | ".join(FUNNEL) + " | F1 |",
+        "|---" * (len(FUNNEL) + 2) + "|",
+    ]
+    for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
+        rs = by_mode[mode]
+        cells = " | ".join(f"{_mean(r.recall(stage) for r in rs):.2f}" for stage in FUNNEL)
+        lines.append(f"| {mode} | {cells} | {_mean(r.f1 for r in rs):.2f} |")
+    return "\n".join(lines)
+
+
+def _pair(olds: Sequence[Record], news: Sequence[Record], value: Any, fmt: str = ".2f") -> str:
+    """ "mean before → mean after" of ``value(record)``."""
+    return f"{_mean(value(r) for r in olds):{fmt}} → {_mean(value(r) for r in news):{fmt}}"
+
+
+def compare(before: Sequence[Record], after: Sequence[Record], modes: Sequence[str]) -> str:
+    """Before → after per mode, on the questions both runs answered: the funnel, F1,
+    EM, tokens and calls per question, and runs in budget."""
+    lines = [
+        "| mode | n | " + " | ".join(FUNNEL) + " | EM | F1 | tokens/q | calls/q | in budget | crashes |",
+        "|---" * (len(FUNNEL) + 8) + "|",
+    ]
+    present = {r.mode for r in before} & {r.mode for r in after}
+    for mode in [m for m in modes if m in present] + sorted(present - set(modes)):
+        b = {r.qid: r for r in before if r.mode == mode}
+        a = {r.qid: r for r in after if r.mode == mode}
+        both = sorted(set(b) & set(a))
+        if not both:
+            continue
+
+        olds, news = [b[q] for q in both], [a[q] for q in both]
+        stages = " | ".join(_pair(olds, news, lambda r, st=stage: r.recall(st)) for stage in FUNNEL)
+        lines.append(
+            f"| {mode} | {len(both)} | {stages} | {_pair(olds, news, lambda r: r.em)} "
+            f"| {_pair(olds, news, lambda r: r.f1)} "
+            f"| {_pair(olds, news, lambda r: r.tokens, '.0f')} | {_pair(olds, news, lambda r: r.calls, '.1f')} "
+            f"| {sum(b[q].within_budget for q in both)} → {sum(a[q].within_budget for q in both)} "
+            f"| {sum(bool(b[q].error) for q in both)} → {sum(bool(a[q].error) for q in both)} |"
+        )
+    return "\n".join(lines)
+
+
+def load_records(*paths: Path) -> list[Record]:
+    """The records of one or more ``--jsonl`` files (fields a record lacks keep their defaults)."""
+    names = {f.name for f in dataclasses.fields(Record)}
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            records.append(Record(**json.loads(line)))
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                data = json.loads(line)
+                records.append(Record(**{k: v for k, v in data.items() if k in names}))
     return records
 
 
@@ -528,15 +610,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
     parser.add_argument("--corpus-dir", default="", help="where the paragraph files go (default: WORKDIR/corpus)")
     parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
-    parser.add_argument("--summarise", default="", help="print the table of an earlier --jsonl file and exit")
+    parser.add_argument(
+        "--summarise", nargs="+", default=[], help="print the tables of earlier --jsonl files (pooled) and exit"
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        default=None,
+        help="print before → after of two --jsonl files (comma-separated for several each) and exit",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.summarise:
-        records = load_records(Path(args.summarise))
-        print(summarise(records, ALL_MODES))
+        print(summarise(load_records(*map(Path, args.summarise)), ALL_MODES))
+        return 0
+    if args.compare:
+        before, after = (load_records(*(Path(p) for p in arg.split(","))) for arg in args.compare)
+        print(compare(before, after, ALL_MODES))
         return 0
     return asyncio.run(main_async(args))
 
