@@ -134,39 +134,69 @@ def content_words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 2}
 
 
-def best_source(claim: str, sources: Sequence[tuple[int, str]], threshold: float = 0.6) -> int | None:
-    """The source whose text contains most of the claim's content words, if enough do."""
-    words = content_words(claim)
-    if len(words) < 3:
-        return None
-    best, best_score = None, 0.0
-    for number, text in sources:
-        score = len(words & content_words(text)) / len(words)
-        if score > best_score:
-            best, best_score = number, score
-    return best if best_score >= threshold else None
-
-
 def _insert_before_end(sentence: str, addition: str) -> str:
     if sentence and sentence[-1] in ".!?":
         return f"{sentence[:-1]}{addition}{sentence[-1]}"
     return f"{sentence}{addition}"
 
 
+def _coverage(words: set[str], numbers: Iterable[int], vocab: dict[int, set[str]]) -> float:
+    covered: set[str] = set()
+    for n in numbers:
+        covered |= vocab.get(n, set())
+    return len(words & covered) / len(words) if words else 0.0
+
+
+def _completion(words: set[str], cited: Sequence[int], vocab: dict[int, set[str]], threshold: float) -> tuple[int, ...]:
+    """The fewest sources (one, else two) that, added to ``cited``, cover ``threshold``
+    of ``words``; each must add a word the others lack. Ties go to the source given
+    first (the writer's order: the chain first)."""
+    others = [n for n in vocab if n not in cited]
+    base = set(cited)
+    best: tuple[int, ...] = ()
+    best_score = 0.0
+    for n in others:
+        score = _coverage(words, base | {n}, vocab)
+        if score > best_score and score > _coverage(words, base, vocab):
+            best, best_score = (n,), score
+    if best_score >= threshold:
+        return best
+    for i, a in enumerate(others):
+        for b in others[i + 1 :]:
+            score = _coverage(words, base | {a, b}, vocab)
+            useful = score > max(_coverage(words, base | {a}, vocab), _coverage(words, base | {b}, vocab))
+            if useful and score >= threshold and score > best_score:
+                best, best_score = (a, b), score
+    return best if best_score >= threshold else ()
+
+
 def bind_uncited(markdown: str, sources: Sequence[tuple[int, str]], threshold: float = 0.6) -> tuple[str, int]:
-    """Cite uncited prose sentences that restate one source (most of their content
-    words appear in it); returns the text and how many citations were added."""
+    """Bind each prose sentence to the sources it restates; returns the text and how
+    many citations were added.
+
+    A sentence's content words must be covered (``threshold`` of them) by the
+    sources it cites. When they are not — it cites nothing, or it joins two links of
+    a chain but cites one — the fewest ``sources`` that complete the cover (one,
+    else two: a claim drawn from two passages cites both) are cited after it."""
+    vocab = {n: content_words(text) for n, text in sources}
     added = 0
 
     def bind(sentence: Sentence, text: str) -> str:
         nonlocal added
-        if sentence.numbers or text.rstrip().endswith("?"):
+        words = content_words(sentence.claim)
+        if len(words) < 3 or text.rstrip().endswith("?"):
             return text
-        number = best_source(text, sources, threshold)
-        if number is None:
+        if sentence.numbers and _coverage(words, sentence.numbers, vocab) >= threshold:
             return text
-        added += 1
-        return _insert_before_end(text, f" [{number}]")
+        extra = _completion(words, sentence.numbers, vocab, threshold)
+        if not extra:
+            return text
+        added += len(extra)
+        if sentence.numbers:  # join the sentence's last citation: "[2]" -> "[2, 5]"
+            last = list(CITE_RE.finditer(text))[-1]
+            inner = last.group(1) + "".join(f", {n}" for n in extra)
+            return f"{text[: last.start()]}[{inner}]{text[last.end() :]}"
+        return _insert_before_end(text, " [" + ", ".join(str(n) for n in extra) + "]")
 
     return _map_sentences(markdown, bind), added
 

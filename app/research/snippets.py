@@ -9,6 +9,7 @@ that found it, in their original order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.llm.fencing import withhold_instructions
@@ -54,17 +55,28 @@ class SourceView:
 FULL_VIEW = SourceView()
 
 
-def evidence_excerpts(question: str, evidence: EvidenceRegistry, view: SourceView) -> list[tuple[int, str, str]]:
-    """``(number, title, text)`` of the evidence a prompt shows under ``view``; with
-    ``view.focus`` each text is cut to its sentences nearest the question and the
-    sub-query that found it (later clipping to ``view.chars`` is then a no-op)."""
+def evidence_excerpts(
+    question: str,
+    evidence: EvidenceRegistry,
+    view: SourceView,
+    numbers: Sequence[int] | None = None,
+    focus_extra: Mapping[int, str] | None = None,
+) -> list[tuple[int, str, str]]:
+    """``(number, title, text)`` of the evidence a prompt shows under ``view``: the
+    evidence ``numbers`` in their order, or by default ``view.max_sources`` of it
+    spread over the sub-queries. With ``view.focus`` each text is cut to its
+    sentences nearest the question, the sub-query that found it and its
+    ``focus_extra`` words (later clipping to ``view.chars`` is then a no-op)."""
     out = []
-    for number in evidence.spread(view.max_sources):
+    chosen = evidence.spread(view.max_sources) if numbers is None else numbers
+    extra = focus_extra or {}
+    for number in chosen:
         chunk = evidence.chunk(number)
         item = evidence.get(number)
         if chunk is None or item is None:
             continue
         title = chunk.title or chunk.heading_path or chunk.path
-        text = focused(chunk.text, f"{question} {item.subquery}", view.chars) if view.focus else chunk.text
+        focus = f"{question} {item.subquery} {extra.get(number, '')}"
+        text = focused(chunk.text, focus, view.chars) if view.focus else chunk.text
         out.append((number, title, text))
     return out

@@ -168,6 +168,7 @@ class Record:
     sentences: int = 0  # the report's prose sentences
     cited_sentences: int = 0  # of them, those citing a source
     flagged_sentences: int = 0  # of them, those whose citation the check found unsupported
+    report: str = ""  # the report's Markdown, to read where the evidence was lost
 
     @property
     def recall_retrieved(self) -> float:
@@ -235,6 +236,7 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
                 record.stop_reason = event.stop_reason
                 record.prediction = event.report.answer
                 record.cited = cited_paragraphs(event.report)
+                record.report = event.report.markdown
                 record.judged = paragraphs_of(event.report, [e.number for e in event.report.evidence])
                 record.written = paragraphs_of(event.report, getattr(event.report, "written_from", ()))
                 record.used = paragraphs_of(event.report, getattr(event.report, "answer_from", ()))

@@ -45,8 +45,24 @@ def test_uncited_sentences_that_restate_a_source_get_its_citation() -> None:
         "Milvus supports HNSW indexes for vectors [1]. Bananas grow in tropics [2]! Something else entirely here. Ok."
     )
     assert added == 2
-    # a sentence that already cites keeps its own citation
-    assert bind_uncited("Milvus supports HNSW indexes [2].", sources) == ("Milvus supports HNSW indexes [2].", 0)
+    # a sentence whose own citation covers it keeps it as it is
+    assert bind_uncited("Milvus supports HNSW indexes [1].", sources) == ("Milvus supports HNSW indexes [1].", 0)
+    # one that cites a source that does not state it also gets the one that does
+    assert bind_uncited("Milvus supports HNSW indexes [2].", sources) == ("Milvus supports HNSW indexes [2, 1].", 1)
+
+
+def test_a_claim_joining_two_links_of_a_chain_cites_both() -> None:
+    sources = [
+        (4, "Green is the fourth studio album by the English musician Steve Hillage, released in 1978."),
+        (9, "Steve Hillage has long worked with his partner Miquette Giraudy."),
+        (2, "Bananas grow in the tropics."),
+    ]
+    # neither passage alone holds most of the claim; the two together do
+    joined = "The album Green, released in 1978, was recorded by Steve Hillage, whose partner is Miquette Giraudy."
+    assert bind_uncited(joined, sources) == (joined[:-1] + " [4, 9].", 2)
+    assert bind_uncited(joined[:-1] + " [9].", sources) == (joined[:-1] + " [9, 4].", 1)
+    # a claim no pair of sources holds is left uncited
+    assert bind_uncited("Paris hosted the Olympic games in summer.", sources)[1] == 0
 
 
 def test_unsupported_claims_are_flagged_where_they_stand() -> None:
@@ -93,9 +109,9 @@ def test_the_report_writer_sees_every_sub_querys_best_evidence_first() -> None:
     evidence.add(make_chunk("b0", "text b0"), "second hop")  # …a later hop found one more each
     evidence.add(make_chunk("c0", "text c0"), "third hop")
     c0, b0 = evidence.number_of("c0"), evidence.number_of("b0")
-    chosen = [n for n, _ in report_sources(evidence, limit=4)]
+    chosen = [n for n, _ in report_sources("a question", evidence, limit=4)]
     assert chosen == [1, 2, b0, c0]  # in evidence order, the later hops' finds included
-    assert [n for n, _ in report_sources(evidence, limit=20)] == evidence.numbers()
+    assert [n for n, _ in report_sources("a question", evidence, limit=20)] == evidence.numbers()
 
 
 def test_the_citation_check_shows_each_source_once_cut_to_the_claims() -> None:

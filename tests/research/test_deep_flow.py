@@ -253,12 +253,16 @@ async def test_an_instruction_planted_in_a_document_does_not_steer_the_run() -> 
 
 
 async def test_citation_check_flags_unsupported_sentences_in_report_and_events() -> None:
-    model = ScriptedModel(script(citation_check=verdicts("supported", "unsupported")), text=REPORT)
+    # each sentence restates the source it cites (evidence 1 is c3, 2 is c1), so no
+    # citation is added to it; the check (scripted) rejects the second
+    text = "Milvus scales to billions of vectors [1]. Milvus is an open-source vector database for search [2]."
+    model = ScriptedModel(script(citation_check=verdicts("supported", "unsupported")), text=text)
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
     checked = [e.citation for e in of(events, CitationChecked)]
     assert [(c.number, c.supported) for c in checked] == [(1, True), (2, False)]
+    assert [e.chunk_id for e in events[-1].report.evidence][:2] == ["c3", "c1"]
     markdown = events[-1].report.markdown
-    flagged = next(line for line in markdown.splitlines() if "hybrid search" in line)
+    flagged = next(line for line in markdown.splitlines() if "open-source" in line)
     assert "⚠" in flagged and "not supported by [2]" in flagged
     assert "not supported by [1]" not in markdown
     assert any("not supported" in q for q in events[-1].report.open_questions)

@@ -188,7 +188,8 @@ async def test_deep_says_each_phase_in_order_with_its_counts(timeline: list[Any]
     deltas = [i for i, k in enumerate(kinds) if k is ReportDelta]
     assert write < deltas[0] and deltas[-1] < check < kinds.index(CitationChecked)
     assert len(deltas) > 5  # token by token, not the whole report at once
-    assert events[check].line == "Checking 2 citations"
+    checked = kinds.count(CitationChecked)
+    assert checked >= 2 and events[check].line == f"Checking {checked} citations"
 
 
 async def test_quick_plan_table_and_hds_announce_every_model_call(timeline: list[Any]) -> None:
