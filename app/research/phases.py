@@ -90,6 +90,7 @@ def thinking(turn: int) -> str:
 
 FINAL_ANSWER = "Writing the final answer"
 WRITING = "Writing the report"
+NOTING = "Noting what each source says"
 
 
 def writing(text: str, words: int) -> str:

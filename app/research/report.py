@@ -114,6 +114,46 @@ def report_messages(
     ]
 
 
+FINDINGS_MAX_TOKENS = 400
+
+
+def findings_schema(numbers: Sequence[int]) -> dict[str, Any]:
+    """One fact per helpful passage (its id one of ``numbers``), then the short answer."""
+    finding = {
+        "type": "object",
+        "properties": {
+            "source": {"type": "integer", "enum": list(numbers)},
+            "fact": {"type": "string", "maxLength": 240},
+        },
+        "required": ["source", "fact"],
+        "additionalProperties": False,
+    }
+    return prompts.object_schema(
+        "findings",
+        {
+            "findings": {"type": "array", "items": finding, "minItems": 1, "maxItems": len(numbers)},
+            "answer": {"type": "string", "maxLength": 200},
+        },
+    )
+
+
+def findings_report_messages(
+    question: str, evidence: EvidenceRegistry, findings: Sequence[tuple[int, str]], guidance: str, earlier: str = ""
+) -> list[Message]:
+    """The report writer's prompt when the findings were noted first: each finding
+    fenced under its source's id and title (a model's words drawn from a document: data)."""
+    docs = "\n".join(prompts.fence(n, fact, max_chars=400, title=_title(evidence, n)) for n, fact in findings)
+    return [
+        prompts.system(*WRITER_RULES, follow_up.REPORT_RULE if earlier else ""),
+        prompts.user(prompts.question_block(question), earlier, docs, guidance),
+    ]
+
+
+def _title(evidence: EvidenceRegistry, number: int) -> str:
+    item = evidence.get(number)
+    return (item.title or "") if item is not None else ""
+
+
 def _drop_question_echo(body: str, question: str) -> str:
     """Without lines that only repeat the question (small models often start so)."""
     asked = cit.content_words(question)
@@ -242,6 +282,10 @@ class ReportWriter:
         of the report, outside the citation check."""
         run_id = self.events.run_id
         self.account.finishing = True
+        findings: list[tuple[int, str]] = []
+        noted_answer = ""
+        if self.options.get("findings") and len(self.evidence):
+            findings, noted_answer = await self._findings(view)
         self.events.phase(phases.WRITE, phases.WRITING, node_id=REPORT_NODE)
         self.events.emit(ReportStarted(run_id=run_id))
         head = preface.strip() + "\n\n" if preface.strip() else ""
@@ -257,9 +301,12 @@ class ReportWriter:
 
         if len(self.evidence):
             max_tokens = int(self.options.get("report_max_tokens", REPORT_MAX_TOKENS))
-            messages = report_messages(
-                self.question, self.evidence, view, guidance, self.prompt_chars, earlier=self.earlier
-            )
+            if findings:
+                messages = findings_report_messages(self.question, self.evidence, findings, guidance, self.earlier)
+            else:
+                messages = report_messages(
+                    self.question, self.evidence, view, guidance, self.prompt_chars, earlier=self.earlier
+                )
             body = await self.calls.stream_text(REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens)
             body = _drop_question_echo(prompts.strip_echo(body), self.question) or "The model wrote no report text."
         else:
@@ -270,6 +317,8 @@ class ReportWriter:
         if removed:
             self.events.notice(f"Removed {removed} citation(s) to sources that do not exist.", level="warning")
         sources = [(n, chunk.text) for n, chunk in report_sources(self.question, self.evidence, view.max_sources)]
+        noted = dict(findings)
+        sources = [(n, f"{text} {noted.get(n, '')}") for n, text in sources]
         body, bound = cit.bind_uncited(body, sources)
         if bound:
             self.events.notice(f"Attached {bound} citation(s) to sentences that restate a source.")
@@ -300,7 +349,9 @@ class ReportWriter:
             head + body, self.evidence.all(), checked, questions, self.evidence.earlier
         )
         answer_from: list[int] = []
-        if not answer and self.options.get("short_answer") and len(self.evidence):
+        if not answer and self.options.get("short_answer") and findings:
+            answer, answer_from = noted_answer, [n for n, _ in findings]
+        elif not answer and self.options.get("short_answer") and len(self.evidence):
             answer_from = self._answer_sources(body, [n for n, _ in sources], checked)
             answer = await self._short_answer(body, answer_from)
         return Report(
@@ -314,6 +365,46 @@ class ReportWriter:
             written_from=_renumbered(self.evidence, evidence, [n for n, _ in sources]),
             answer_from=_renumbered(self.evidence, evidence, answer_from),
         )
+
+    async def _findings(self, view: SourceView) -> tuple[list[tuple[int, str]], str]:
+        """Bind claims to passages while writing: ONE structured call states, for each
+        passage the writer is shown that helps, the fact it gives (its id fixed by the
+        schema), then the shortest answer read from those facts. ``([], "")`` when the
+        reply is unusable (the writer then reads the passages themselves)."""
+        numbers = writer_numbers(self.question, self.evidence, view.max_sources)
+        if not numbers:
+            return [], ""
+        passages = passages_of(self.evidence)
+        focus = {n: chain_focus(n, passages, numbers) for n in numbers}
+        docs = prompts.fence_many(
+            evidence_excerpts(self.question, self.evidence, view, numbers, focus),
+            max_chars=view.chars,
+            total_chars=self.prompt_chars,
+        )
+        messages = [
+            prompts.system(
+                "You read documents to answer a research question.",
+                prompts.DATA_RULE,
+                "For each document that helps answer the question, give its id and the fact it states "
+                "that helps, in one sentence in the document's own words. The documents come in order: the "
+                "first ones lead from the question to its answer. Then give the shortest answer to the "
+                "question (a name, number, date or short phrase) that those facts support.",
+            ),
+            prompts.user(prompts.question_block(self.question), self.earlier, docs),
+        ]
+        self.events.phase(phases.WRITE, phases.NOTING, node_id=REPORT_NODE)
+        value = await self.calls.call_structured(
+            REPORT_NODE, messages, findings_schema(numbers), default={}, max_tokens=FINDINGS_MAX_TOKENS
+        )
+        raw = value.get("findings", []) if isinstance(value, dict) else []
+        found: dict[int, str] = {}
+        for item in raw if isinstance(raw, list) else []:
+            number = item.get("source") if isinstance(item, dict) else None
+            fact = " ".join(str(item.get("fact", "")).split()) if isinstance(item, dict) else ""
+            if number in numbers and fact and number not in found:
+                found[number] = fact
+        answer = str(value.get("answer", "")).strip() if isinstance(value, dict) else ""
+        return list(found.items()), answer
 
     def _answer_sources(self, body: str, shown: Sequence[int], checked: Sequence[Citation]) -> list[int]:
         """The evidence the short answer reads beside the report: what the report cites

@@ -208,7 +208,9 @@ def paragraphs_of(report: Any, numbers: Iterable[int]) -> list[int]:
     return out
 
 
-async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any) -> Record:
+async def run_one(
+    engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any, findings: bool = False
+) -> Record:
     from deepsearcher_faithful import MODE as FAITHFUL
     from deepsearcher_faithful import run_faithful
 
@@ -224,7 +226,7 @@ async def run_one(engine: Any, mode: str, question: dict[str, Any], gold: list[i
         tally.clear()
     try:
         runner = run_faithful if mode == FAITHFUL else None  # the benchmark's yardstick, not a product mode
-        options = {"short_answer": True}
+        options = {"short_answer": True, "findings": findings}
         async for event in engine.run(question["question"], mode=mode, budget=budget, options=options, runner=runner):
             if isinstance(event, SearchFinished):
                 for hit in event.hits:
@@ -565,7 +567,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 mode_budget = budget
                 if mode == "table" and args.table_max_seconds > 0:
                     mode_budget = dataclasses.replace(budget, max_seconds=args.table_max_seconds)
-                record = await run_one(engine, mode, question, gold, mode_budget)
+                record = await run_one(engine, mode, question, gold, mode_budget, findings=args.findings)
                 records.append(record)
                 if out is not None:
                     with out.open("a", encoding="utf-8") as fh:
@@ -611,6 +613,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
     parser.add_argument("--corpus-dir", default="", help="where the paragraph files go (default: WORKDIR/corpus)")
+    parser.add_argument(
+        "--findings", action="store_true", help="the writer notes each source's finding first (option findings)"
+    )
     parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
     parser.add_argument(
         "--summarise", nargs="+", default=[], help="print the tables of earlier --jsonl files (pooled) and exit"
