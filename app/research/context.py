@@ -226,6 +226,7 @@ class RunContext:
                 for i, found in zip(indices, hits, strict=False):
                     results[i] = list(found)
         for req, found in zip(allowed, results, strict=False):
+            self.evidence.note_ranks(found)
             self.emit(SearchFinished(run_id=self.run_id, node_id=req.node_id, hits=tuple(found), search_mode=mode))
         return results
 

@@ -8,9 +8,9 @@ report writer and the citation check read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from app.core.models import Chunk, Evidence, EvidenceStatus
+from app.core.models import Chunk, Evidence, EvidenceStatus, Hit
 
 QUOTE_CHARS = 400
 
@@ -31,6 +31,7 @@ class EvidenceRegistry:
         self._chunks: dict[str, Chunk] = {}
         self._groups: dict[int, str] = {}  # what ``spread`` groups by, when not the sub-query
         self.earlier = 0  # evidence 1..earlier came from an earlier run (a follow-up's thread)
+        self._standing: dict[str, float] = {}  # chunk id -> its search standing (see note_ranks)
 
     def __len__(self) -> int:
         return len(self._by_number)
@@ -67,6 +68,20 @@ class EvidenceRegistry:
         self._chunks[evidence.chunk_id] = chunk
         self._groups[evidence.number] = ""
         self.earlier = max(self.earlier, evidence.number)
+
+    def note_ranks(self, hits: Sequence[Hit]) -> None:
+        """Count one search's ranking (best first) into each chunk's standing: 1 for a
+        first place, 1/2 for a second, … summed over every search of the run, so a
+        passage that several searches put near the top stands above one that a
+        single search put fifth (any chunk, evidence or not yet)."""
+        for rank, hit in enumerate(hits):
+            chunk_id = hit.chunk.chunk_id
+            self._standing[chunk_id] = self._standing.get(chunk_id, 0.0) + 1.0 / (1 + rank)
+
+    def standing(self, number: int) -> float:
+        """The search standing of evidence ``number`` (0.0 when no search ranked it)."""
+        evidence = self._by_number.get(number)
+        return 0.0 if evidence is None else self._standing.get(evidence.chunk_id, 0.0)
 
     def get(self, number: int) -> Evidence | None:
         return self._by_number.get(number)

@@ -33,7 +33,7 @@ from app.research.citation_check import check_citations
 from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
 from app.research.run_events import RunEvents
-from app.research.snippets import SourceView, evidence_excerpts
+from app.research.snippets import SourceView, evidence_excerpts, focused
 from app.research.writer_evidence import chain_focus, passages_of, writer_numbers
 
 REPORT_MAX_TOKENS = 900
@@ -118,33 +118,54 @@ FINDINGS_MAX_TOKENS = 400
 
 
 def findings_schema(numbers: Sequence[int]) -> dict[str, Any]:
-    """One fact per helpful passage (its id one of ``numbers``), then the short answer."""
-    finding = {
-        "type": "object",
-        "properties": {
-            "source": {"type": "integer", "enum": list(numbers)},
-            "fact": {"type": "string", "maxLength": 240},
-        },
-        "required": ["source", "fact"],
-        "additionalProperties": False,
-    }
+    """The ids (of ``numbers``) the answer rests on, then the short answer."""
     return prompts.object_schema(
         "findings",
         {
-            "findings": {"type": "array", "items": finding, "minItems": 1, "maxItems": len(numbers)},
+            "sources": {
+                "type": "array",
+                "items": {"type": "integer", "enum": list(numbers)},
+                "minItems": 1,
+                "maxItems": len(numbers),
+            },
             "answer": {"type": "string", "maxLength": 200},
         },
     )
 
 
+QUOTE_CHARS = 220  # of each passage the answer rests on, quoted under the report
+
+
+FINDINGS_HEADING = "### What the sources say"
+
+
+def findings_section(quotes: Sequence[tuple[int, str]]) -> str:
+    """The passages the answer rests on, quoted (a block quote each: the document's
+    words, not claims of the report) and cited under their numbers."""
+    lines = [FINDINGS_HEADING]
+    for number, quote in quotes:
+        text = " ".join(cit.CITE_RE.sub("", quote).split())
+        if text:
+            lines += ["", f"> “{text}” [{number}]"]
+    return "\n".join(lines)
+
+
 def findings_report_messages(
     question: str, evidence: EvidenceRegistry, findings: Sequence[tuple[int, str]], guidance: str, earlier: str = ""
 ) -> list[Message]:
-    """The report writer's prompt when the findings were noted first: each finding
-    fenced under its source's id and title (a model's words drawn from a document: data)."""
+    """The report writer's prompt when the passages the answer rests on were picked
+    first (:meth:`ReportWriter._findings`): each one's quote, fenced under its id and title."""
     docs = "\n".join(prompts.fence(n, fact, max_chars=400, title=_title(evidence, n)) for n, fact in findings)
     return [
-        prompts.system(*WRITER_RULES, follow_up.REPORT_RULE if earlier else ""),
+        prompts.system(
+            "You answer the user's question from the numbered passages, in one to three plain sentences of "
+            "Markdown, no HTML. The passages are quoted after your answer, so do not repeat them one by one.",
+            prompts.DATA_RULE,
+            "Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
+            "[2, 5], before the full stop. Cite only ids that appear. If the findings do not answer the "
+            "question, say so.",
+            follow_up.REPORT_RULE if earlier else "",
+        ),
         prompts.user(prompts.question_block(question), earlier, docs, guidance),
     ]
 
@@ -309,6 +330,10 @@ class ReportWriter:
                 )
             body = await self.calls.stream_text(REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens)
             body = _drop_question_echo(prompts.strip_echo(body), self.question) or "The model wrote no report text."
+            if findings:
+                listed = findings_section(findings)
+                on_text("\n\n" + listed)
+                body = body.rstrip() + "\n\n" + listed
         else:
             body = NO_EVIDENCE
             on_text(body)
@@ -367,10 +392,12 @@ class ReportWriter:
         )
 
     async def _findings(self, view: SourceView) -> tuple[list[tuple[int, str]], str]:
-        """Bind claims to passages while writing: ONE structured call states, for each
-        passage the writer is shown that helps, the fact it gives (its id fixed by the
-        schema), then the shortest answer read from those facts. ``([], "")`` when the
-        reply is unusable (the writer then reads the passages themselves)."""
+        """Bind the answer to its passages before writing: ONE structured call picks,
+        among the passages the writer is shown, those the answer rests on (ids fixed
+        by the schema), then gives the shortest answer they support. Each picked
+        passage is quoted — its sentences nearest the question and the answer, the
+        document's own words — under its number. ``([], "")`` when the reply is
+        unusable (the writer then reads the passages themselves)."""
         numbers = writer_numbers(self.question, self.evidence, view.max_sources)
         if not numbers:
             return [], ""
@@ -385,10 +412,10 @@ class ReportWriter:
             prompts.system(
                 "You read documents to answer a research question.",
                 prompts.DATA_RULE,
-                "For each document that helps answer the question, give its id and the fact it states "
-                "that helps, in one sentence in the document's own words. The documents come in order: the "
-                "first ones lead from the question to its answer. Then give the shortest answer to the "
-                "question (a name, number, date or short phrase) that those facts support.",
+                "List the ids of every document the answer rests on, in the order the answer follows from "
+                "them (a question may need a chain: one document names what another is about). "
+                "Then give the shortest answer to the question (a name, number, date or short phrase) "
+                "that those documents support.",
             ),
             prompts.user(prompts.question_block(self.question), self.earlier, docs),
         ]
@@ -396,15 +423,16 @@ class ReportWriter:
         value = await self.calls.call_structured(
             REPORT_NODE, messages, findings_schema(numbers), default={}, max_tokens=FINDINGS_MAX_TOKENS
         )
-        raw = value.get("findings", []) if isinstance(value, dict) else []
-        found: dict[int, str] = {}
-        for item in raw if isinstance(raw, list) else []:
-            number = item.get("source") if isinstance(item, dict) else None
-            fact = " ".join(str(item.get("fact", "")).split()) if isinstance(item, dict) else ""
-            if number in numbers and fact and number not in found:
-                found[number] = fact
+        raw = value.get("sources", []) if isinstance(value, dict) else []
+        picked = list(dict.fromkeys(n for n in (raw if isinstance(raw, list) else []) if n in numbers))
         answer = str(value.get("answer", "")).strip() if isinstance(value, dict) else ""
-        return list(found.items()), answer
+        quotes = []
+        for n in picked:
+            item = self.evidence.get(n)
+            text = focused(self.evidence.text(n), f"{self.question} {answer} {focus.get(n, '')}", QUOTE_CHARS)
+            if item is not None and text.strip():
+                quotes.append((n, " ".join(text.split())))
+        return quotes, answer
 
     def _answer_sources(self, body: str, shown: Sequence[int], checked: Sequence[Citation]) -> list[int]:
         """The evidence the short answer reads beside the report: what the report cites

@@ -23,7 +23,7 @@ Pure functions of the evidence text; no model call.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.research.bridging import STOPWORDS, words
@@ -99,15 +99,32 @@ def chain(question: str, passages: Sequence[Passage], max_links: int = 4) -> lis
     return [] if best is None else [p.number for p in best[1]]
 
 
-def writer_order(question: str, passages: Sequence[Passage], spread: Sequence[int], limit: int) -> list[int]:
+def writer_order(
+    question: str,
+    passages: Sequence[Passage],
+    spread: Sequence[int],
+    limit: int,
+    standing: Mapping[int, float] | None = None,
+) -> list[int]:
     """At most ``limit`` evidence numbers for the writer: the chain first (see
-    :func:`chain`), then ``spread`` (the usual round-robin pick) in its order."""
+    :func:`chain`), then the rest by search ``standing`` (highest first; see
+    ``EvidenceRegistry.note_ranks``), ties in ``spread`` order (the round-robin
+    pick over the sub-queries, then evidence order). Without standings: the chain,
+    then ``spread``."""
     if limit <= 0:
         return []
     first = chain(question, passages, max_links=min(limit, 4))
-    # a chain of one passage is only "the passage nearest the question": the spread keeps its order
+    # a chain of one passage is only "the passage nearest the question": it keeps its place
     ordered = first if len(first) > 1 else []
-    ordered += [n for n in spread if n not in ordered]
+    if standing:
+        place = {n: i for i, n in enumerate(spread)}
+        rest = sorted(
+            (p.number for p in passages),
+            key=lambda n: (-standing.get(n, 0.0), place.get(n, len(place)), n),
+        )
+    else:
+        rest = list(spread)
+    ordered += [n for n in rest if n not in ordered]
     return ordered[:limit]
 
 
@@ -129,5 +146,9 @@ def passages_of(evidence: EvidenceRegistry) -> list[Passage]:
 
 
 def writer_numbers(question: str, evidence: EvidenceRegistry, limit: int) -> list[int]:
-    """The evidence numbers the report writer reads, chain first (:func:`writer_order`)."""
-    return writer_order(question, passages_of(evidence), evidence.spread(limit), limit)
+    """The evidence numbers the report writer reads, chain first, then by search
+    standing (:func:`writer_order`)."""
+    passages = passages_of(evidence)
+    standing = {p.number: evidence.standing(p.number) for p in passages}
+    spread = evidence.spread(limit)
+    return writer_order(question, passages, spread, limit, standing if any(standing.values()) else None)

@@ -155,6 +155,7 @@ class Record:
     judged: list[int] = field(default_factory=list)  # in the run's evidence (judged relevant)
     written: list[int] = field(default_factory=list)  # shown to the report writer
     cited: list[int] = field(default_factory=list)
+    cited_prose: list[int] = field(default_factory=list)  # cited by the report's own sentences (not quotes)
     used: list[int] = field(default_factory=list)  # read by the short answer
     calls: int = 0
     prompt_tokens: int = 0
@@ -215,7 +216,7 @@ async def run_one(
     from deepsearcher_faithful import run_faithful
 
     from app.core.events import Failed, Finished, SearchFinished
-    from app.research.citations import sentence_support
+    from app.research.citations import sentence_support, sentences, split_report
 
     answers = [question["answer"], *question.get("answer_aliases", [])]
     record = Record(mode=mode, qid=question["id"], question=question["question"], answers=answers, gold=gold)
@@ -239,6 +240,8 @@ async def run_one(
                 record.prediction = event.report.answer
                 record.cited = cited_paragraphs(event.report)
                 record.report = event.report.markdown
+                prose = sentences(split_report(event.report.markdown)[0])
+                record.cited_prose = paragraphs_of(event.report, {n for s in prose for n in s.numbers})
                 record.judged = paragraphs_of(event.report, [e.number for e in event.report.evidence])
                 record.written = paragraphs_of(event.report, getattr(event.report, "written_from", ()))
                 record.used = paragraphs_of(event.report, getattr(event.report, "answer_from", ()))
@@ -354,21 +357,24 @@ FUNNEL = ("retrieved", "judged", "written", "cited", "used")
 def funnel_table(records: Sequence[Record], modes: Sequence[str]) -> str:
     """Gold-paragraph recall at each stage of a run, per mode: retrieved (any search
     hit) → judged relevant (the evidence table) → written (shown to the report
-    writer) → cited (in the report) → used (read by the short answer). The drop
-    between two stages is where the evidence is lost."""
+    writer) → cited (in the report) → used (read by the short answer), and, apart,
+    cited by the report's own sentences (not its quotes). The drop between two
+    stages is where the evidence is lost."""
     by_mode: dict[str, list[Record]] = collections.defaultdict(list)
     for r in records:
         by_mode[r.mode].append(r)
     lines = [
         "evidence funnel (gold-paragraph recall at each stage, mean):",
         "",
-        "| mode | " + " | ".join(FUNNEL) + " | F1 |",
-        "|---" * (len(FUNNEL) + 2) + "|",
+        "| mode | " + " | ".join(FUNNEL) + " | cited by the prose | F1 |",
+        "|---" * (len(FUNNEL) + 3) + "|",
     ]
     for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
         rs = by_mode[mode]
         cells = " | ".join(f"{_mean(r.recall(stage) for r in rs):.2f}" for stage in FUNNEL)
-        lines.append(f"| {mode} | {cells} | {_mean(r.f1 for r in rs):.2f} |")
+        lines.append(
+            f"| {mode} | {cells} | {_mean(r.recall('cited_prose') for r in rs):.2f} | {_mean(r.f1 for r in rs):.2f} |"
+        )
     return "\n".join(lines)
 
 

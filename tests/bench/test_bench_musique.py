@@ -22,9 +22,9 @@ def test_the_funnel_shows_where_the_gold_passages_are_lost() -> None:
     other = record("deep", "q2", retrieved=[1], judged=[1], written=[1], cited=[1], used=[1])
     table = funnel_table([r, other, record("quick", "q1", retrieved=[3])], ["quick", "deep"])
     lines = table.splitlines()
-    assert lines[2] == "| mode | retrieved | judged | written | cited | used | F1 |"
+    assert lines[2] == "| mode | retrieved | judged | written | cited | used | cited by the prose | F1 |"
     assert lines[4].startswith("| quick | 0.00 | 0.00 |")
-    assert lines[5] == "| deep | 0.75 | 0.75 | 0.50 | 0.50 | 0.25 | 0.00 |"
+    assert lines[5] == "| deep | 0.75 | 0.75 | 0.50 | 0.50 | 0.25 | 0.00 | 0.00 |"
 
 
 def test_compare_pairs_the_questions_both_runs_answered(tmp_path: Path) -> None:

@@ -27,35 +27,33 @@ def base_script(findings: Any) -> dict[str, Any]:
     }
 
 
-async def test_findings_are_what_the_writer_reads_and_the_answer_comes_from_them() -> None:
+async def test_the_answer_rests_on_picked_passages_quoted_under_the_report() -> None:
     def findings(messages: list[Any], schema: dict[str, Any]) -> Any:
-        shown = schema["properties"]["findings"]["items"]["properties"]["source"]["enum"]
+        shown = schema["properties"]["sources"]["items"]["enum"]
         assert len(shown) >= 2 and "<document" in messages[-1]["content"]  # the passages, fenced
-        return {
-            "findings": [
-                {"source": shown[0], "fact": "Milvus is a vector database."},
-                {"source": 999, "fact": "A source that was not shown."},  # dropped
-                {"source": shown[0], "fact": "A second fact for the same source."},  # one per source
-            ],
-            "answer": "a vector database",
-        }
+        return {"sources": [shown[1], 999, shown[1]], "answer": "a vector database"}  # 999: not shown
 
-    model = ScriptedModel(base_script(findings), text="Milvus is a vector database [1].")
+    model = ScriptedModel(base_script(findings), text="Milvus is a vector database [2].")
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS))
     final = events[-1]
     assert isinstance(final, Finished)
-    text_calls = [c for c in model.calls if c.kind != "structured"]
-    writer = text_calls[-1].messages[-1]["content"]  # the writer's user message
-    assert "Milvus is a vector database." in writer and "A source that was not shown" not in writer
-    assert "A second fact" not in writer
-    assert writer.count("<document") == 1  # the findings, not the passages
+    writer = [c for c in model.calls if c.kind != "structured"][-1].messages[-1]["content"]
+    assert writer.count('<document id="') == 1  # only the picked passage, quoted
+    body = final.report.markdown.split("## Sources")[0]
+    quotes = [line for line in body.splitlines() if line.startswith("> “")]
+    assert len(quotes) == 1 and quotes[0].endswith("” [1]")  # cited first: number 1
+    quoted = quotes[0][3:].rsplit("”", 1)[0]
+    source = next(e for e in final.report.evidence if e.number == 1)
+    assert quoted.split(" … ")[0] in " ".join(source.quote.split())  # the document's own words
     assert final.report.answer == "a vector database"
-    assert len(final.report.answer_from) == 1
+    assert list(final.report.answer_from) == [1]
     assert not [c for c in model.calls if c.task == "short_answer"]  # no second call for the answer
+    # quotes are not claims: the check reads the report's own sentence only
+    assert {c.sentence for c in final.report.citations} == {"Milvus is a vector database."}
 
 
 async def test_an_unusable_findings_reply_falls_back_to_the_passages() -> None:
-    script = {**base_script({"findings": [], "answer": ""}), "short_answer": {"answer": "a database"}}
+    script = {**base_script({"sources": [], "answer": ""}), "short_answer": {"answer": "a database"}}
     model = ScriptedModel(script, text="Milvus is a vector database [1].")
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS))
     final = events[-1]

@@ -3,7 +3,7 @@ chain first, numbers kept, the rest in the usual spread order."""
 
 from __future__ import annotations
 
-from app.core.models import Chunk
+from app.core.models import Chunk, Hit
 from app.research.evidence import EvidenceRegistry
 from app.research.writer_evidence import Passage, chain, chain_focus, linked, writer_numbers, writer_order
 
@@ -63,3 +63,27 @@ def test_writer_numbers_reads_the_registry_and_keeps_evidence_numbers() -> None:
     chosen = writer_numbers(QUESTION, evidence, limit=4)
     assert chosen[:3] == [numbers[3], numbers[7], numbers[8]]
     assert len(chosen) == 4 and len(set(chosen)) == 4
+
+
+def test_after_the_chain_the_writer_reads_what_the_searches_ranked_highest() -> None:
+    passages = [*NOISE, GIRAUDY, HILLAGE, GREEN]
+    standing = {1: 0.2, 2: 1.5, 4: 1.0, 3: 0.5, 7: 0.3, 8: 0.1}
+    assert writer_order(QUESTION, passages, [1, 2, 4], limit=5, standing=standing) == [3, 7, 8, 2, 4]
+    # without a chain: by standing alone, ties in spread order
+    no_chain = [*NOISE]
+    assert writer_order(QUESTION, no_chain, [4, 1, 2], limit=3, standing={1: 1.0, 2: 1.0, 4: 1.0}) == [4, 1, 2]
+    assert writer_order(QUESTION, no_chain, [4, 1, 2], limit=2, standing={1: 0.5, 2: 2.0}) == [2, 1]
+
+
+def test_a_chunk_that_several_searches_rank_high_stands_highest() -> None:
+    evidence = EvidenceRegistry()
+    chunks = [Chunk(chunk_id=f"c{i}", doc_id="d", collection="c", path=f"{i}.md", text=f"text {i}") for i in range(4)]
+    for chunk in chunks:
+        evidence.add(chunk, "q")
+    evidence.note_ranks([Hit(chunk=chunks[0], score=1.0), Hit(chunk=chunks[1], score=0.9)])  # 1, 1/2
+    evidence.note_ranks([Hit(chunk=chunks[2], score=1.0), Hit(chunk=chunks[1], score=0.9)])  # 1, 1/2
+    standing = [evidence.standing(n) for n in evidence.numbers()]
+    assert standing == [1.0, 1.0, 1.0, 0.0]
+    evidence.note_ranks([Hit(chunk=chunks[1], score=1.0)])
+    assert evidence.standing(evidence.number_of("c1") or 0) == 2.0
+    assert writer_numbers("text", evidence, limit=2)[0] == evidence.number_of("c1")
