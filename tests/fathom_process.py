@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -26,14 +24,21 @@ def run_fathom(
 ) -> subprocess.CompletedProcess[str]:
     """``program`` (the installed script unless told) with ``args``, its output captured as
     text; ``env`` None: this process's environment; ``umask``: the child's, when given.
-    A non-zero exit is returned, not raised."""
+    A non-zero exit is returned, not raised.
+
+    The umask is set by ``sh`` before it execs the program, not by a ``preexec_fn``: that
+    would make Python fork the test process instead of spawning, and gRPC (loaded here by
+    pymilvus) runs its fork handlers in the child, which now and then abort it (SIGABRT,
+    "epoll_wait error: Bad file descriptor") before the program even starts."""
+    command = [*program, *args]
+    if umask is not None:
+        command = ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *command]
     return subprocess.run(
-        [*program, *args],
+        command,
         cwd=cwd,
         env=None if env is None else dict(env),
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-        preexec_fn=None if umask is None else functools.partial(os.umask, umask),
     )

@@ -114,11 +114,11 @@ def report_messages(
     ]
 
 
-FINDINGS_MAX_TOKENS = 400
+FINDINGS_MAX_TOKENS = 60
 
 
 def findings_schema(numbers: Sequence[int]) -> dict[str, Any]:
-    """The ids (of ``numbers``) the answer rests on, then the short answer."""
+    """The ids (of ``numbers``) the answer rests on."""
     return prompts.object_schema(
         "findings",
         {
@@ -127,8 +127,7 @@ def findings_schema(numbers: Sequence[int]) -> dict[str, Any]:
                 "items": {"type": "integer", "enum": list(numbers)},
                 "minItems": 1,
                 "maxItems": len(numbers),
-            },
-            "answer": {"type": "string", "maxLength": 200},
+            }
         },
     )
 
@@ -144,7 +143,8 @@ def findings_section(quotes: Sequence[tuple[int, str]]) -> str:
     words, not claims of the report) and cited under their numbers."""
     lines = [FINDINGS_HEADING]
     for number, quote in quotes:
-        text = " ".join(cit.CITE_RE.sub("", quote).split())
+        # no backticks: a quote is text, never code (MuSiQue writes `` for quotation marks)
+        text = " ".join(cit.CITE_RE.sub("", quote).replace("`", "'").split())
         if text:
             lines += ["", f"> “{text}” [{number}]"]
     return "\n".join(lines)
@@ -304,9 +304,8 @@ class ReportWriter:
         run_id = self.events.run_id
         self.account.finishing = True
         findings: list[tuple[int, str]] = []
-        noted_answer = ""
-        if self.options.get("findings") and len(self.evidence):
-            findings, noted_answer = await self._findings(view)
+        if self.options.get("findings", True) and len(self.evidence):
+            findings = await self._findings(view)
         self.events.phase(phases.WRITE, phases.WRITING, node_id=REPORT_NODE)
         self.events.emit(ReportStarted(run_id=run_id))
         head = preface.strip() + "\n\n" if preface.strip() else ""
@@ -374,11 +373,13 @@ class ReportWriter:
             head + body, self.evidence.all(), checked, questions, self.evidence.earlier
         )
         answer_from: list[int] = []
-        if not answer and self.options.get("short_answer") and findings:
-            answer, answer_from = noted_answer, [n for n, _ in findings]
-        elif not answer and self.options.get("short_answer") and len(self.evidence):
-            answer_from = self._answer_sources(body, [n for n, _ in sources], checked)
-            answer = await self._short_answer(body, answer_from)
+        if not answer and self.options.get("short_answer") and len(self.evidence):
+            if findings:  # the report quotes the passages it rests on: it is all the answer reads
+                answer_from = [n for n, _ in findings]
+                answer = await self._short_answer(body, ())
+            else:
+                answer_from = self._answer_sources(body, [n for n, _ in sources], checked)
+                answer = await self._short_answer(body, answer_from)
         return Report(
             markdown=markdown,
             evidence=evidence,
@@ -391,16 +392,16 @@ class ReportWriter:
             answer_from=_renumbered(self.evidence, evidence, answer_from),
         )
 
-    async def _findings(self, view: SourceView) -> tuple[list[tuple[int, str]], str]:
-        """Bind the answer to its passages before writing: ONE structured call picks,
+    async def _findings(self, view: SourceView) -> list[tuple[int, str]]:
+        """Bind the report to its passages before writing: ONE structured call picks,
         among the passages the writer is shown, those the answer rests on (ids fixed
-        by the schema), then gives the shortest answer they support. Each picked
-        passage is quoted — its sentences nearest the question and the answer, the
-        document's own words — under its number. ``([], "")`` when the reply is
-        unusable (the writer then reads the passages themselves)."""
+        by the schema, a few tokens). Each picked passage is quoted — its sentences
+        nearest the question, the document's own words — under its number; the
+        writer answers from the quotes and they follow its answer. ``[]`` when the
+        reply is unusable (the writer then reads the passages themselves)."""
         numbers = writer_numbers(self.question, self.evidence, view.max_sources)
         if not numbers:
-            return [], ""
+            return []
         passages = passages_of(self.evidence)
         focus = {n: chain_focus(n, passages, numbers) for n in numbers}
         docs = prompts.fence_many(
@@ -412,10 +413,9 @@ class ReportWriter:
             prompts.system(
                 "You read documents to answer a research question.",
                 prompts.DATA_RULE,
-                "List the ids of every document the answer rests on, in the order the answer follows from "
-                "them (a question may need a chain: one document names what another is about). "
-                "Then give the shortest answer to the question (a name, number, date or short phrase) "
-                "that those documents support.",
+                "List the ids of every document that the answer to the question rests on, in the order the "
+                "answer follows from them (a question may need a chain: one document names what another is "
+                "about). Leave out documents that do not help.",
             ),
             prompts.user(prompts.question_block(self.question), self.earlier, docs),
         ]
@@ -425,14 +425,12 @@ class ReportWriter:
         )
         raw = value.get("sources", []) if isinstance(value, dict) else []
         picked = list(dict.fromkeys(n for n in (raw if isinstance(raw, list) else []) if n in numbers))
-        answer = str(value.get("answer", "")).strip() if isinstance(value, dict) else ""
         quotes = []
         for n in picked:
-            item = self.evidence.get(n)
-            text = focused(self.evidence.text(n), f"{self.question} {answer} {focus.get(n, '')}", QUOTE_CHARS)
-            if item is not None and text.strip():
+            text = focused(self.evidence.text(n), f"{self.question} {focus.get(n, '')}", QUOTE_CHARS)
+            if text.strip():
                 quotes.append((n, " ".join(text.split())))
-        return quotes, answer
+        return quotes
 
     def _answer_sources(self, body: str, shown: Sequence[int], checked: Sequence[Citation]) -> list[int]:
         """The evidence the short answer reads beside the report: what the report cites
@@ -442,12 +440,12 @@ class ReportWriter:
             c.number for c in checked if c.supported is not False
         }
         cited = [n for n in cit.cited_numbers(body) if n not in rejected]
-        order = [n for n in shown if n in cited] + [n for n in cited if n not in shown]
+        order = list(dict.fromkeys([n for n in shown if n in cited] + cited))
         return order[:ANSWER_SOURCES]
 
     async def _short_answer(self, body: str, numbers: Sequence[int]) -> str:
-        """The shortest answer, taken from the report and the passages it cites (the
-        report of a small model may state the chain but not its end)."""
+        """The shortest answer, taken from the report and the passages ``numbers`` it
+        cites (the report of a small model may state the chain but not its end)."""
         passages = prompts.fence_many(
             evidence_excerpts(self.question, self.evidence, ANSWER_VIEW, numbers),
             max_chars=ANSWER_VIEW.chars,

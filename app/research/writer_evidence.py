@@ -86,14 +86,14 @@ def chain(question: str, passages: Sequence[Passage], max_links: int = 4) -> lis
     From each passage a chain grows by the passage linked to it so far that shares
     most words with the question (the earlier given wins a tie); the chain kept is
     the one whose passages together cover most of the question's words, then the
-    longest, then the one whose start is nearest the question (the first hop),
+    one whose start is nearest the question (the first hop), then the longest,
     then the one whose start was given first."""
     asked = _content(question)
     best: tuple[tuple[int, int, int, int], list[Passage]] | None = None
     for i, start in enumerate(passages):
         links = _grow(start, passages, asked, max_links)
         covered = set().union(*(_content(f"{p.title} {p.text}") for p in links)) & asked
-        key = (len(covered), len(links), _overlap(asked, start), -i)
+        key = (len(covered), _overlap(asked, start), len(links), -i)
         if best is None or key > best[0]:
             best = (key, links)
     return [] if best is None else [p.number for p in best[1]]

@@ -210,7 +210,7 @@ def paragraphs_of(report: Any, numbers: Iterable[int]) -> list[int]:
 
 
 async def run_one(
-    engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any, findings: bool = False
+    engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any, findings: bool = True
 ) -> Record:
     from deepsearcher_faithful import MODE as FAITHFUL
     from deepsearcher_faithful import run_faithful
@@ -573,7 +573,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 mode_budget = budget
                 if mode == "table" and args.table_max_seconds > 0:
                     mode_budget = dataclasses.replace(budget, max_seconds=args.table_max_seconds)
-                record = await run_one(engine, mode, question, gold, mode_budget, findings=args.findings)
+                record = await run_one(engine, mode, question, gold, mode_budget, findings=not args.no_findings)
                 records.append(record)
                 if out is not None:
                     with out.open("a", encoding="utf-8") as fh:
@@ -620,7 +620,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
     parser.add_argument("--corpus-dir", default="", help="where the paragraph files go (default: WORKDIR/corpus)")
     parser.add_argument(
-        "--findings", action="store_true", help="the writer notes each source's finding first (option findings)"
+        "--no-findings",
+        action="store_true",
+        help="the writer reads the passages without first picking and quoting those the answer rests on",
     )
     parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
     parser.add_argument(

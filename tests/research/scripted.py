@@ -75,6 +75,9 @@ class ScriptedModel:
 
     async def _reply(self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None) -> Any:
         script = self._scripts.get(task)
+        if not script and task == "findings" and schema is not None:
+            # unscripted, the writer's findings step picks every passage it is shown
+            return {"sources": list(schema["properties"]["sources"]["items"]["enum"])}
         if not script:
             raise StructuredOutputError(f"no scripted reply for task {task!r}")
         reply = script.pop(0) if len(script) > 1 else script[0]

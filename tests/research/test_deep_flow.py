@@ -193,7 +193,7 @@ async def test_quick_mode_searches_once_and_answers() -> None:
     final = events[-1]
     assert isinstance(final, Finished) and final.stop_reason == "completed"
     assert library.search_calls == [([QUESTION], None)]
-    assert [c.task for c in model.calls] == ["text", "citation_check"]
+    assert [c.task for c in model.calls] == ["findings", "text", "citation_check"]
     assert len(final.report.evidence) == len(of(events, SearchFinished)[0].hits)
 
 

@@ -31,9 +31,10 @@ async def test_the_answer_rests_on_picked_passages_quoted_under_the_report() -> 
     def findings(messages: list[Any], schema: dict[str, Any]) -> Any:
         shown = schema["properties"]["sources"]["items"]["enum"]
         assert len(shown) >= 2 and "<document" in messages[-1]["content"]  # the passages, fenced
-        return {"sources": [shown[1], 999, shown[1]], "answer": "a vector database"}  # 999: not shown
+        return {"sources": [shown[1], 999, shown[1]]}  # 999: not shown; a repeat counts once
 
-    model = ScriptedModel(base_script(findings), text="Milvus is a vector database [2].")
+    script = {**base_script(findings), "short_answer": {"answer": "a vector database"}}
+    model = ScriptedModel(script, text="Milvus is a vector database [2].")
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS))
     final = events[-1]
     assert isinstance(final, Finished)
@@ -45,15 +46,17 @@ async def test_the_answer_rests_on_picked_passages_quoted_under_the_report() -> 
     quoted = quotes[0][3:].rsplit("”", 1)[0]
     source = next(e for e in final.report.evidence if e.number == 1)
     assert quoted.split(" … ")[0] in " ".join(source.quote.split())  # the document's own words
+    # the short answer reads the report and the passages it cites (the quoted one first)
     assert final.report.answer == "a vector database"
-    assert list(final.report.answer_from) == [1]
-    assert not [c for c in model.calls if c.task == "short_answer"]  # no second call for the answer
+    assert list(final.report.answer_from)[:1] == [1]
+    answer_prompt = next(c for c in model.calls if c.task == "short_answer").messages[-1]["content"]
+    assert quoted.split(" … ")[0][:40] in answer_prompt
     # quotes are not claims: the check reads the report's own sentence only
     assert {c.sentence for c in final.report.citations} == {"Milvus is a vector database."}
 
 
 async def test_an_unusable_findings_reply_falls_back_to_the_passages() -> None:
-    script = {**base_script({"sources": [], "answer": ""}), "short_answer": {"answer": "a database"}}
+    script = {**base_script({"sources": []}), "short_answer": {"answer": "a database"}}
     model = ScriptedModel(script, text="Milvus is a vector database [1].")
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS))
     final = events[-1]

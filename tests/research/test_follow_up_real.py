@@ -102,7 +102,8 @@ async def test_a_follow_up_that_needs_the_first_answer(corpus: AppPaths, starter
         before = {e.number: e.chunk_id for e in done.report.evidence}
         after = {e.number: e.chunk_id for e in final.report.evidence}
         assert {n: after[n] for n in before} == before
-        writer = next(p for p in reversed(recording.prompts) if "research report" in p[0]["content"])
+        # the report's findings step reads the documents (the writer then reads its quotes)
+        writer = next(p for p in reversed(recording.prompts) if "You read documents" in p[0]["content"])
         offered = {f[0] for f in fences(writer)}
         assert {str(n) for n in before} & offered, offered
         assert "earlier answer 1" in offered

@@ -38,6 +38,7 @@ PHASE_OF_TASK = {
     "extract_entities": {phases.EXTRACT},
     "fill_cells": {phases.FILL},
     "short_answer": {phases.SHORT_ANSWER},
+    "findings": {phases.WRITE},
     "text": {phases.WRITE, phases.THINK, phases.ANSWER, phases.SURVEY},
 }
 
@@ -253,8 +254,9 @@ async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(monke
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick"))
     assert isinstance(events[-1], Finished)
     waits = [e for e in events if isinstance(e, PhaseChanged) and e.waited_s]
-    assert [e.line for e in waits][:1] == ["Writing the report (1 s)"]
-    assert {e.phase for e in waits} == {"write", "check"}  # both calls waited; the search did not
+    assert [e.line for e in waits][:1] == ["Noting what each source says (1 s)"]  # the findings step
+    assert "Writing the report (1 s)" in [e.line for e in waits]
+    assert {e.phase for e in waits} == {"write", "check"}  # every call waited; the search did not
     assert longest_gap(events).seconds < 0.5  # 0.2 s and the check's tick, not the 0.7 s calls
     assert longest_gap(events, progress_only=True).seconds > 0.6  # what the keep-alive covered
     # once the report streams, nothing more is said about waiting until the next call

@@ -135,7 +135,10 @@ async def test_a_deep_run_numbers_its_sources_as_its_report_cites_them() -> None
     }
     model = ScriptedModel(script, text=text)
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(question, options={"bridge_queries": False})
+        # the report's own sentences only (no quoted passages: findings off)
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            question, options={"bridge_queries": False, "findings": False}
+        )
     )
     final = events[-1]
     assert isinstance(final, Finished), final

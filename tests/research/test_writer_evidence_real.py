@@ -1,15 +1,16 @@
 """The report writer reads the multi-hop chain first, for real: the starter model
-(SmolLM2-135M through llama-cpp-python) runs ``deep`` over a real Milvus Lite
+(SmolLM2-135M through llama-cpp-python) runs over a real Milvus Lite
 library of the real MuSiQue paragraphs of one two-hop question
-(tests/musique_thread.py): "Maiden Japan" (names Iron Maiden) then "Iron Maiden"
+(tests/musique_thread.py), in ``quick`` mode: "Maiden Japan" (names Iron Maiden) then "Iron Maiden"
 (where the band formed), among 18 distractors.
 
 The tiny model's wording is not asserted; what the writer and the short answer are
 given, and what the report's citations point to, is: the two links come first in
-the writer's prompt and in ``Report.written_from``, each link's snippet keeps the
-sentence that names the other, every report sentence that restates the shown
-passages cites one that holds it, and the short answer reads the passages the
-report cites, fenced.
+the prompt that picks the passages the answer rests on and in
+``Report.written_from``, each link's snippet keeps the sentence that names the
+other, the picked passages are quoted (their own words) and cited under the
+report, every report sentence that restates the shown passages cites one that
+holds it, and the short answer reads the report with its quotes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from app.research.engine import ResearchEngine
 pytestmark = pytest.mark.slow
 
 QUESTION = "Where was the band that performed the live EP Maiden Japan formed?"
-BUDGET = Budget(max_rounds=1, max_subqueries=3, top_k=3, max_seconds=300, max_concurrent_calls=1)
+# quick: the evidence is the search's top hits, with no model judging them first, so what
+# the writer is given does not hang on the tiny model's judgement
+BUDGET = Budget(max_rounds=1, top_k=6, max_seconds=300, max_concurrent_calls=1)
 OPTIONS = {"report_max_tokens": 160, "prompt_chars": 3000, "short_answer": True}
 
 
@@ -63,7 +66,7 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
     try:
         recording = RecordingModel(starter_llm)
         engine = ResearchEngine(recording, library)  # type: ignore[arg-type]
-        events = [e async for e in engine.run(QUESTION, mode="deep", budget=BUDGET, options=OPTIONS)]
+        events = [e async for e in engine.run(QUESTION, mode="quick", budget=BUDGET, options=OPTIONS)]
         done = events[-1]
         assert isinstance(done, Finished), done
         report = done.report
@@ -73,13 +76,22 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
 
         # the chain comes first, in the record and in the writer's prompt
         assert list(report.written_from[:2]) == [first_link, second_link], report.written_from
-        writer = next(p for p in reversed(recording.prompts) if "research report" in p[0]["content"])
-        shown = [f for f in fences(writer) if f[1]]
+        # the findings step reads the passages the writer is given, in that order
+        picking = next(p for p in reversed(recording.prompts) if "You read documents" in p[0]["content"])
+        shown = [f for f in fences(picking) if f[1]]
         assert [title for _, title, _ in shown[:2]] == ["Maiden Japan", "Iron Maiden"], shown
         assert "Iron Maiden" in shown[0][2]  # the first link's snippet keeps the name of the second
 
-        # every sentence that restates the passages the writer read cites one that holds it
+        # the passages it picked are quoted under the report, each cited: the document's own words
         body, _ = split_report(report.markdown)
+        quotes = [line for line in body.splitlines() if line.startswith("> “")]
+        assert quotes, report.markdown
+        for line in quotes:
+            quoted, number = line[3:].rsplit("” [", 1)
+            source = " ".join(by_number[int(number.rstrip("]"))].quote.split())
+            assert quoted.split(" … ")[0][:60].rstrip(" …") in source or len(source) >= 399, (line, source)
+
+        # every sentence that restates the passages the writer read cites one that holds it
         written = {n: content_words(by_number[n].quote) for n in report.written_from}
         for sentence in sentences(body):
             words = content_words(sentence.claim)
@@ -90,11 +102,11 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
                 cover = set().union(*(written.get(n, set()) for n in sentence.numbers))
                 assert len(words & cover) / len(words) >= 0.6, (sentence, report.markdown)
 
-        # the short answer reads the report and the passages it cites, fenced
-        assert report.answer_from and set(report.answer_from) <= {n for s in sentences(body) for n in s.numbers}
+        # the short answer reads the report, whose quotes are the passages it rests on
+        quoted_numbers = [int(line.rsplit("[", 1)[1].rstrip("]")) for line in quotes]
+        assert list(report.answer_from) == quoted_numbers
         answer_prompt = next(p for p in reversed(recording.prompts) if "shortest answer" in p[0]["content"])
-        titles = [title for _, title, _ in fences(answer_prompt)]
-        assert titles[0] == "" and len(titles) == 1 + len(report.answer_from), titles
+        assert quotes[0][3:40] in answer_prompt[-1]["content"]
         print(f"\nwriter read: {[t for _, t, _ in shown]}\nreport:\n{report.markdown}\nanswer: {report.answer!r}")
     finally:
         await library.aclose()

@@ -364,7 +364,7 @@ async def run_mode(ctx: RunContext) -> Report:
             searched += queries
             queries = []
             known = len(ctx.evidence)
-            await judge_round(ctx, subqueries, results, verdicts=verdicts)
+            await judge_round(ctx, subqueries, results, verdicts=verdicts, grouped=True)
             if ctx.options.get("bridge_queries", True):
                 ctx.check_budget()
                 found = [chunk for _, chunk in ctx.evidence.chunks()[known:]]  # this round's, best first
