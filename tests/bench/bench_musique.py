@@ -32,10 +32,18 @@ Usage::
     .venv/bin/python tests/bench/bench_musique.py --backend ollama --model qwen3:8b
     .venv/bin/python tests/bench/bench_musique.py --summarise /tmp/musique-a.jsonl /tmp/musique-b.jsonl
     .venv/bin/python tests/bench/bench_musique.py --compare /tmp/before.jsonl /tmp/after.jsonl
+    # the report written from the passages themselves (no picking and quoting first)
+    .venv/bin/python tests/bench/bench_musique.py --no-findings --limit 5 --modes deep
     # the figures in README.md: two processes (question offsets 0 and 10), each with
     .venv/bin/python tests/bench/bench_musique.py --offset 0 --limit 10 --max-seconds 240 \
         --table-max-seconds 90 --max-reply-tokens 128 --max-rounds 3 --max-subqueries 3 \
         --top-k 5 --threads 1 --jsonl /tmp/musique-a.jsonl
+    # the research-quality figures (Qwen2.5-0.5B-Instruct Q4_K_M, deep and quick), the
+    # same in two processes with offsets 0 and 10, each its own --workdir, then --compare
+    .venv/bin/python tests/bench/bench_musique.py --offset 0 --limit 10 --modes deep,quick \
+        --model qwen2.5-0.5b-instruct-q4_k_m.gguf --temperature 0 --threads 1 \
+        --max-seconds 1200 --max-reply-tokens 128 --max-rounds 3 --max-subqueries 3 --top-k 5 \
+        --jsonl /tmp/musique-q0.jsonl
 
 Two processes cannot share one library (the data directory is locked): give
 the second its own ``--workdir`` and the first one's ``--corpus-dir``.
