@@ -62,7 +62,11 @@ def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFix
     assert "Done in" in captured.err and "tokens" in captured.err
     # what the run is doing, a line as each phase starts (the window's status line, without counts)
     said = [line for line in captured.err.splitlines() if line.startswith("… ")]
-    assert said[:2] == ["… Searching the library for the question", "… Writing the report"], said
+    assert said[:3] == [
+        "… Searching the library for the question",
+        "… Noting what each source says",  # picking the passages the answer rests on
+        "… Writing the report",
+    ], said
     assert len(said) == len(set(said))  # once each: its keep-alive and count updates are not printed
     run = json.loads(captured.out)
     assert run["status"] == "finished" and run["mode"] == "quick"

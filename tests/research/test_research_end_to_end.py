@@ -225,7 +225,7 @@ async def test_quick_run_over_real_documents(corpus: AppPaths, llm: LlamaCppMode
         final = events[-1]
         assert isinstance(final, Finished) and final.stop_reason == "completed"
         assert len(final.report.evidence) == len(events[[type(e) for e in events].index(SearchFinished)].hits) > 0
-        assert final.usage.calls <= 2
+        assert final.usage.calls <= 3  # pick the passages the answer rests on, write, check
         await check_citations_resolve(library, final)
     finally:
         await library.aclose()
