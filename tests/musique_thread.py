@@ -7,9 +7,15 @@ files too."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
+
+from app.core.events import IngestFinished
+from app.core.paths import AppPaths
+from app.core.settings import Settings
+from app.ingest.library import Library
 
 QUESTION_ID = "2hop__243339_774871"
 FIRST = "Who performed the live EP Maiden Japan?"
@@ -34,3 +40,19 @@ def write_paragraphs(shared_data: Path, folder: Path) -> list[Path]:
         written.append(path)
     assert {p.name for p in written} >= {ANSWER_FILE, FOLLOW_UP_FILE}
     return written
+
+
+def ingest_paragraphs(shared_data: Path, root: Path) -> tuple[AppPaths, list[Path], IngestFinished | None]:
+    """The question's paragraphs written under ``root`` and ingested into a real library
+    there (collection "music"): its paths, the files, and the ingest's last event."""
+    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    files = write_paragraphs(shared_data, root / "paragraphs")
+
+    async def ingest() -> IngestFinished | None:
+        library = Library.open(Settings(), paths)
+        try:
+            return [e async for e in library.ingest(files, "music")][-1]  # type: ignore[return-value]
+        finally:
+            await library.aclose()
+
+    return paths, files, asyncio.run(ingest())

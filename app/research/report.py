@@ -341,8 +341,6 @@ class ReportWriter:
         if removed:
             self.events.notice(f"Removed {removed} citation(s) to sources that do not exist.", level="warning")
         sources = [(n, chunk.text) for n, chunk in report_sources(self.question, self.evidence, view.max_sources)]
-        noted = dict(findings)
-        sources = [(n, f"{text} {noted.get(n, '')}") for n, text in sources]
         body, bound = cit.bind_uncited(body, sources)
         if bound:
             self.events.notice(f"Attached {bound} citation(s) to sentences that restate a source.")

@@ -12,12 +12,11 @@ the passage that answers it, and the thread reopens whole from the history.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
 import pytest
-from musique_thread import ANSWER_FILE, FIRST, FOLLOW_UP, FOLLOW_UP_FILE, write_paragraphs
+from musique_thread import ANSWER_FILE, FIRST, FOLLOW_UP, FOLLOW_UP_FILE, ingest_paragraphs
 from prompt_audit import RecordingModel, fence_spans
 
 from app.core.events import Finished, IngestFinished, RunStarted, SearchFinished, SubQueryPlanned
@@ -56,18 +55,7 @@ OPTIONS = {"report_max_tokens": 160, "prompt_chars": 3000}
 
 @pytest.fixture(scope="module")
 def corpus(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
-    root = tmp_path_factory.mktemp("follow-up-real")
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
-    files = write_paragraphs(shared_data, root / "paragraphs")
-
-    async def ingest() -> IngestFinished | None:
-        library = Library.open(Settings(), paths)
-        try:
-            return [e async for e in library.ingest(files, "music")][-1]  # type: ignore[return-value]
-        finally:
-            await library.aclose()
-
-    finished = asyncio.run(ingest())
+    paths, files, finished = ingest_paragraphs(shared_data, tmp_path_factory.mktemp("follow-up-real"))
     assert isinstance(finished, IngestFinished) and finished.failed == 0 and finished.indexed == len(files)
     return paths
 

@@ -15,11 +15,10 @@ holds it, and the short answer reads the report with its quotes.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from musique_thread import ANSWER_FILE, FOLLOW_UP_FILE, write_paragraphs
+from musique_thread import ANSWER_FILE, FOLLOW_UP_FILE, ingest_paragraphs
 from prompt_audit import RecordingModel
 from test_follow_up_real import fences
 
@@ -43,18 +42,7 @@ OPTIONS = {"report_max_tokens": 160, "prompt_chars": 3000, "short_answer": True}
 
 @pytest.fixture(scope="module")
 def corpus(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
-    root = tmp_path_factory.mktemp("writer-evidence-real")
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
-    files = write_paragraphs(shared_data, root / "paragraphs")
-
-    async def ingest() -> IngestFinished | None:
-        library = Library.open(Settings(), paths)
-        try:
-            return [e async for e in library.ingest(files, "music")][-1]  # type: ignore[return-value]
-        finally:
-            await library.aclose()
-
-    finished = asyncio.run(ingest())
+    paths, _files, finished = ingest_paragraphs(shared_data, tmp_path_factory.mktemp("writer-evidence-real"))
     assert isinstance(finished, IngestFinished) and finished.failed == 0
     return paths
 
