@@ -15,6 +15,7 @@ import sys
 # name -> one-line help; the module app.commands.<name> implements it
 COMMANDS: dict[str, str] = {
     "doctor": "report versions, data dir, reachable model back ends and models",
+    "models": "list, download, use and remove research models",
     "ingest": "add files and folders to a collection",
     "collections": "list collections",
     "search": "search a collection",

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from locate_data import shared_data_dir
+from network_guard import network_guard  # noqa: F401  (a fixture for every test module)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -55,6 +55,9 @@ def collect() -> dict[str, Any]:
     settings, settings_problem = load_settings(paths.settings_file)
     backends = asyncio.run(probe_backends(settings))
     starter = starter_model_path()
+    research_model = _research_model(
+        settings, paths, ollama_up=any(b.name == "ollama" and b.reachable for b in backends)
+    )
     return {
         "versions": versions,
         "platform": platform.platform(),
@@ -67,9 +70,35 @@ def collect() -> dict[str, Any]:
         "settings_problem": settings_problem,
         "model_backend": settings.model.backend,
         "backends": [dataclasses.asdict(b) for b in backends],
+        "research_model": research_model,
         "starter_model": {"name": STARTER_NAME, "present": starter is not None, "path": str(starter or "")},
         "api_keys": keyring_description(),
         "usable": any(b.reachable for b in backends),
+    }
+
+
+def _research_model(settings: Any, paths: Any, *, ollama_up: bool) -> dict[str, Any]:
+    """The model research runs use now and whether it fits this machine."""
+    from app.commands.models import collect_rows
+    from app.core.errors import FathomError
+    from app.llm.machine_fit import measure_machine
+
+    machine = measure_machine(paths.models_dir)
+    try:
+        rows = collect_rows(settings, paths, ask_ollama=ollama_up)
+    except FathomError as exc:
+        return {"name": "", "fit": "unknown", "reason": str(exc), "machine": machine.describe()}
+    row = next((r for r in rows if r.in_use), None)
+    if row is None:
+        return {"name": "", "fit": "unknown", "reason": "no model is usable", "machine": machine.describe()}
+    return {
+        "name": row.name,
+        "key": row.key,
+        "where": row.source_label,
+        "path": row.path,
+        "fit": row.fit.verdict,
+        "reason": row.fit.reason,
+        "machine": machine.describe(),
     }
 
 
@@ -90,6 +119,14 @@ def _human(report: dict[str, Any]) -> str:
         lines.append(f"  {mark}{backend['name']:<9}{where} {backend['detail']}")
         for model in backend["models"]:
             lines.append(f"       - {model}")
+    model = report["research_model"]
+    lines += ["", "Research model"]
+    if model["name"]:
+        lines.append(f"  {model['name']} ({model['where']}): {model['fit']}, {model['reason']}")
+    else:
+        lines.append(f"  none: {model['reason']}")
+    lines.append(f"  this machine: {model['machine']}")
+    lines.append("  `fathom models list` shows the others and the recommended ones.")
     starter = report["starter_model"]
     lines += ["", "Starter model"]
     lines.append(f"  {starter['name']}: " + (starter["path"] if starter["present"] else "not installed"))

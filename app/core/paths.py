@@ -42,6 +42,11 @@ class AppPaths:
         return self.data_dir / "fathom.lock"
 
     @property
+    def models_dir(self) -> Path:
+        """Model files Fathom downloaded (GGUF)."""
+        return self.data_dir / "models"
+
+    @property
     def exports_dir(self) -> Path:
         return self.data_dir / "exports"
 

@@ -57,6 +57,11 @@ class ModelSettings:
 
 
 @dataclass(frozen=True)
+class ModelsSettings:
+    catalog: str = ""  # the recommended-models catalog: a file or http(s) URL; empty: the built-in one
+
+
+@dataclass(frozen=True)
 class EmbeddingSettings:
     backend: str = "onnx"  # onnx (bundled all-MiniLM-L6-v2) | ollama | openai
     model: str = "all-MiniLM-L6-v2"  # for ollama/openai: the server's embedding model (e.g. nomic-embed-text)
@@ -99,6 +104,7 @@ class UiSettings:
 class Settings:
     version: int = SETTINGS_VERSION
     model: ModelSettings = field(default_factory=ModelSettings)
+    models: ModelsSettings = field(default_factory=ModelsSettings)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
+    QProgressBar,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -42,6 +43,7 @@ from app.ui.exporters import EXPORT_FILTERS, TABLE_FILTERS
 from app.ui.find_bar import FindBar
 from app.ui.history_panel import HistoryPanel
 from app.ui.library_panel import LibraryPanel
+from app.ui.model_downloads import ModelDownloads, Transfer
 from app.ui.report_view import ReportView
 from app.ui.research_panel import ResearchPanel
 from app.ui.run_controller import RunController
@@ -55,6 +57,7 @@ from app.ui.tree_model import ResearchTreeModel
 
 if TYPE_CHECKING:
     from app.core.settings import Settings
+    from app.ui.model_manager import ModelManagerDialog
     from app.ui.settings_dialog import SettingsDialog
     from app.ui.settings_form import SettingsForm
     from app.ui.setup_dialog import SetupDialog
@@ -151,6 +154,20 @@ class MainWindow(QMainWindow):
         self.tokens_label = QLabel("")
         self.elapsed_label = QLabel("")
         self.model_label = QLabel("")
+        self.downloads = ModelDownloads(
+            self.tasks, lambda: services.paths.models_dir, lambda: services.settings, services.save_settings, self
+        )
+        self.download_bar = QProgressBar()
+        self.download_bar.setObjectName("statusDownload")
+        self.download_bar.setMaximumWidth(160)
+        self.download_bar.setTextVisible(True)
+        self.download_bar.hide()
+        self.downloads.progress.connect(self._on_download_progress)
+        self.downloads.finished.connect(self._on_download_finished)
+        self.downloads.failed.connect(self._on_download_failed)
+        self.downloads.settingsChanged.connect(self._settings_saved)
+        self.model_manager: ModelManagerDialog | None = None
+        self.statusBar().addPermanentWidget(self.download_bar)
         for widget in (self.model_label, self.state_label, self.tokens_label, self.elapsed_label):
             self.statusBar().addPermanentWidget(widget)
         self.research_panel.set_running(False, ready=False)
@@ -183,12 +200,19 @@ class MainWindow(QMainWindow):
         self.export_action = action("Export report…", self.choose_export, "Ctrl+Shift+E")
         self.export_all_action = action("Export report with sources consulted but not cited…", self.choose_export_all)
         self.settings_action = action("Settings…", self.open_settings, "Ctrl+,")
+        self.models_action = action("Models…", self.open_models, "Ctrl+Shift+M")
         self.quit_action = action("Quit", self.close, "Ctrl+Q")
         self.run_action = action("Run", self.run_research, "Ctrl+Return", "Ctrl+Enter")
         self.stop_action = action("Stop", self.stop_research, "Esc")
         self.find_action = action("Find in report", self.find_bar.open_bar, "Ctrl+F")
         menu = self.menuBar().addMenu("&File")
-        for act in (self.add_folder_action, self.export_action, self.export_all_action, self.settings_action):
+        for act in (
+            self.add_folder_action,
+            self.export_action,
+            self.export_all_action,
+            self.settings_action,
+            self.models_action,
+        ):
             menu.addAction(act)
         menu.addSeparator()
         menu.addAction(self.quit_action)
@@ -394,9 +418,45 @@ class MainWindow(QMainWindow):
             _save_api_key,
             self.tasks,
             self,
+            open_models=self.open_models,
         )
         self.settings_dialog = self._open_form(dialog)
         return dialog
+
+    def open_models(self) -> asyncio.Task[ModelManagerDialog]:
+        """Open the model manager (not modal: the window stays usable while a model downloads)."""
+        return self.tasks.start(self._open_models(), "open the models")
+
+    async def _open_models(self) -> ModelManagerDialog:
+        if self.model_manager is not None:
+            self.model_manager.raise_()
+            self.model_manager.activateWindow()
+            return self.model_manager
+        module = await run_blocking(importlib.import_module, "app.ui.model_manager", name="import the models")
+        dialog: ModelManagerDialog = module.ModelManagerDialog(self.services, self.downloads, self.tasks, self)
+        dialog.saved.connect(self._settings_saved)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.destroyed.connect(lambda: setattr(self, "model_manager", None))
+        self.model_manager = dialog
+        dialog.show()
+        return dialog
+
+    # -- downloads in the status bar --------------------------------------
+    def _on_download_progress(self, transfer: Transfer) -> None:
+        self.download_bar.show()
+        self.download_bar.setRange(0, 100 if transfer.total else 0)
+        self.download_bar.setValue(transfer.percent)
+        self.download_bar.setFormat(f"{transfer.label} %p%")
+        self.download_bar.setToolTip(transfer.text())
+
+    def _on_download_finished(self, _key: str, message: str) -> None:
+        self.download_bar.setVisible(bool(self.downloads.running()))
+        self.statusBar().showMessage(message, 15000)
+
+    def _on_download_failed(self, _key: str, message: str) -> None:
+        self.download_bar.setVisible(bool(self.downloads.running()))
+        if message:
+            self.banner.add(message)
 
     def open_setup(self) -> asyncio.Task[SetupDialog]:
         """Open the first-run dialog (its module imported, the starter model looked for, off the loop)."""
@@ -407,7 +467,9 @@ class MainWindow(QMainWindow):
         from app.llm.starter import starter_model_path  # imported with the dialog
 
         starter = await run_blocking(starter_model_path, name="look for the starter model")
-        dialog: SetupDialog = module.SetupDialog(self.services, self.tasks, self, starter=starter)
+        dialog: SetupDialog = module.SetupDialog(
+            self.services, self.tasks, self, starter=starter, downloads=self.downloads
+        )
         self.setup_dialog = self._open_form(dialog)
         return dialog
 
@@ -458,6 +520,7 @@ class MainWindow(QMainWindow):
         self.runs.close()
         if self.runs.running:
             self.stop_research()
+        self.downloads.cancel_all()  # a download's part is kept: the next one resumes
         self.source_viewer.close()
         event.accept()
         self.closed.emit()
@@ -468,6 +531,7 @@ class MainWindow(QMainWindow):
         self._closing = True
         self.runs.close()
         self.library_controller.stop_ingest()
+        self.downloads.cancel_all()
         await self.save_geometry()
         await self.stop_run()
         await self.tasks.cancel_all(timeout=5.0)

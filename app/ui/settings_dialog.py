@@ -91,8 +91,12 @@ class SettingsDialog(SettingsForm):
         parent: QWidget | None = None,
         *,
         read_key_state: StateReader = keyring_state,
+        open_models: Callable[[], object] | None = None,
     ) -> None:
+        """``open_models`` opens the model manager (Settings closes first, so its fields
+        never overwrite the model the manager chose)."""
         super().__init__(tasks, save, read_key_state, save_key, parent)
+        self._open_models = open_models
         self.setWindowTitle("Fathom settings")
         self.setObjectName("settingsDialog")
         self.resize(620, 520)
@@ -155,7 +159,21 @@ class SettingsDialog(SettingsForm):
         f.addRow("Model", row)
         f.addRow("API key", self.key_field)
 
+        manage = QPushButton("Models… (download, choose, remove)")
+        manage.setObjectName("openModels")
+        manage.setToolTip("The models on this machine and the recommended ones; closes Settings without saving")
+        manage.setEnabled(self._open_models is not None)
+        manage.clicked.connect(self._to_models)
+        self.catalog = QLineEdit(self._settings.models.catalog)
+        self.catalog.setObjectName("modelCatalog")
+        self.catalog.setPlaceholderText("empty: the built-in catalog")
+        self.catalog.setToolTip(
+            "The recommended-models catalog: a JSON file or an http(s) URL (an organisation's mirror); "
+            "a URL is fetched only when you press Refresh in Models…"
+        )
         form = QFormLayout()
+        form.addRow("", manage)
+        form.addRow("Model catalog", self.catalog)
         form.addRow("Back end", self.backend)
         form.addRow("Temperature", self.temperature)
         form.addRow("Timeout (s)", self.timeout)
@@ -167,6 +185,11 @@ class SettingsDialog(SettingsForm):
         layout.addWidget(self.fetch_status)
         layout.addStretch(1)
         return tab
+
+    def _to_models(self) -> None:
+        if self._open_models is not None:
+            self.reject()
+            self._open_models()
 
     def _model_picker(self, backend: str, current: str, name: str, fetch_name: str) -> tuple[QComboBox, QHBoxLayout]:
         """An editable model name with a button that fetches the server's list into it."""
@@ -299,6 +322,7 @@ class SettingsDialog(SettingsForm):
         return dataclasses.replace(
             s,
             model=model,
+            models=dataclasses.replace(s.models, catalog=self.catalog.text().strip()),
             embedding=EmbeddingSettings(
                 backend=str(self.embedding_backend.currentData()),
                 model=self.embedding_model.text().strip() or EmbeddingSettings().model,

@@ -1,6 +1,8 @@
 """First run: choose the model back end.
 
-Looks for a running Ollama and lists its models; otherwise offers llama.cpp
+Recommends one model for this machine (the best of the catalog that fits in
+memory with room for the library) and downloads it with one click while the
+starter model keeps the app usable. Looks for a running Ollama and lists its models; otherwise offers llama.cpp
 with the starter model or a GGUF file the user picks. An optional remote
 OpenAI-compatible endpoint can be added (its key goes to the OS keyring,
 asked in an executor; where there is no keyring the dialog says so). Saving
@@ -13,6 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -30,9 +33,11 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import FathomError
 from app.core.settings import Settings
+from app.llm.catalog import CatalogEntry
 from app.llm.keys import keyring_state, set_api_key
 from app.llm.starter import STARTER_NAME
 from app.ui.key_field import KeySaver, StateReader
+from app.ui.model_downloads import ModelDownloads
 from app.ui.services import Services
 from app.ui.settings_form import SettingsForm
 from app.ui.tasks import TaskKeeper, run_blocking
@@ -54,12 +59,14 @@ class SetupDialog(SettingsForm):
         read_key_state: StateReader = keyring_state,
         save_key: KeySaver = set_api_key,
         starter: Path | None,
+        downloads: ModelDownloads | None = None,
     ) -> None:
-        """``starter`` is :func:`app.llm.starter.starter_model_path`, looked for off the loop by the caller."""
+        """``starter`` is :func:`app.llm.starter.starter_model_path`, looked for off the loop by the caller;
+        ``downloads`` runs the recommended model's download (none: no download offered)."""
         super().__init__(tasks, services.save_settings, read_key_state, save_key, parent)
         self.setObjectName("setupDialog")
         self.setWindowTitle("Welcome to Fathom — choose a model")
-        self.resize(580, 460)
+        self.resize(660, 640)
         self._services = services
         settings = services.settings
         intro = QLabel(
@@ -104,6 +111,28 @@ class SetupDialog(SettingsForm):
         row.addWidget(browse)
         grid.addLayout(row)
 
+        self._downloads = downloads
+        self.recommended_entry: CatalogEntry | None = None
+        self.recommended_path = ""
+        self.recommended = QGroupBox("Recommended for this computer")
+        self.recommended.setObjectName("recommendedModel")
+        self.recommendation = QLabel("Measuring this computer…")
+        self.recommendation.setObjectName("recommendation")
+        self.recommendation.setWordWrap(True)
+        starter_why = QLabel(
+            "The starter model (SmolLM2-135M) is only for a first try: it is too small to plan searches, "
+            "judge passages and cite them reliably, so its reports are rough."
+        )
+        starter_why.setWordWrap(True)
+        self.get_recommended = QPushButton("Download and use")
+        self.get_recommended.setObjectName("getRecommended")
+        self.get_recommended.setEnabled(False)
+        self.get_recommended.clicked.connect(self.take_recommendation)
+        box = QVBoxLayout(self.recommended)
+        box.addWidget(self.recommendation)
+        box.addWidget(starter_why)
+        box.addWidget(self.get_recommended, 0, Qt.AlignmentFlag.AlignLeft)
+
         self.remote = QGroupBox("Also use a remote OpenAI-compatible endpoint (optional)")
         self.remote.setCheckable(True)
         self.remote.setChecked(bool(settings.model.openai.base_url))
@@ -124,6 +153,7 @@ class SetupDialog(SettingsForm):
 
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
+        layout.addWidget(self.recommended)
         layout.addWidget(self.status)
         layout.addWidget(local)
         layout.addWidget(self.remote)
@@ -131,6 +161,7 @@ class SetupDialog(SettingsForm):
         layout.addStretch(1)
         layout.addWidget(self.buttons)
         self.probe_task = tasks.start(self.probe(), "look for model servers")
+        self.recommend_task = tasks.start(self.recommend(), "recommend a model")
         self.key_field.check(settings.model.openai.base_url)
 
     async def probe(self) -> None:
@@ -157,7 +188,53 @@ class SetupDialog(SettingsForm):
             self.status.setText(f"Ollama is running at {host} but has no models (try `ollama pull qwen3:8b`).")
         else:
             message = _field(ollama, "detail", "") if ollama is not None else ""
-            self.status.setText(f"No Ollama at {host}{': ' + message if message else ''}. Use llama.cpp below.")
+            detail = f": {message.rstrip('.')}" if message else ""
+            self.status.setText(f"No Ollama at {host}{detail}. Use llama.cpp below.")
+
+    async def recommend(self) -> None:
+        """Measure the machine and name the model to get (off the loop: reads files and memory)."""
+        try:
+            row, entry, machine = await run_blocking(_recommendation, self._services, name="recommend a model")
+        except (FathomError, OSError) as exc:
+            self.recommendation.setText(f"No recommendation: {exc}")
+            return
+        if row is None or entry is None:
+            self.recommendation.setText("The model catalog is empty; choose a model below.")
+            return
+        self.recommended_entry = entry
+        size = f"{entry.size_bytes / 1024**3:.1f} GB"
+        memory = f"{entry.ram_gb:.1f} GB"
+        lead = f"This computer has {machine.total_ram / 1024**3:.0f} GB of memory."
+        if row.installed:
+            self.recommended_path = row.path
+            self.recommendation.setText(f"{lead} {entry.name} is already on it ({row.source_label}): {entry.why}")
+            self.get_recommended.setText(f"Use {entry.name}")
+        else:
+            verdict = "" if row.fit.ok else f" Note: {row.fit.reason}."
+            self.recommendation.setText(
+                f"{lead} Recommended: {entry.name} — a {size} download (once, then offline), "
+                f"needs {memory} of memory. {entry.why}{verdict}"
+            )
+            self.get_recommended.setText(f"Download and use {entry.name} ({size})")
+        self.get_recommended.setEnabled(row.installed or self._downloads is not None)
+
+    def take_recommendation(self) -> None:
+        """Use the recommended model: at once when it is here, else download it (the starter
+        model answers meanwhile) and switch to it once verified."""
+        entry = self.recommended_entry
+        if entry is None:
+            return
+        if self.recommended_path:
+            self.gguf.setText(self.recommended_path)
+            self.use_gguf.setChecked(True)
+            self.save()
+            return
+        if self._downloads is None:
+            return
+        self._downloads.download(entry, use_when_done=True)
+        if self.starter_path is not None and not self.use_ollama.isChecked():
+            self.use_starter.setChecked(True)
+        self.save()
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
@@ -210,3 +287,21 @@ class SetupDialog(SettingsForm):
 
     def busy_widgets(self) -> list[QWidget]:
         return [self.remote]
+
+
+def _recommendation(services: Services) -> tuple[Any, CatalogEntry | None, Any]:
+    """(the recommended model's row, its catalog entry, the machine) — blocking."""
+    from app.llm.catalog import load_catalog
+    from app.llm.machine_fit import measure_machine
+    from app.llm.model_inventory import list_models, recommend
+
+    settings, paths = services.settings, services.paths
+    catalog = load_catalog(settings.models.catalog, cache_dir=paths.cache_dir)
+    machine = measure_machine(paths.models_dir)
+    entry = recommend(catalog, machine)
+    if entry is None:
+        return None, None, machine
+    rows = list_models(settings, paths, catalog, machine)
+    row = next((r for r in rows if r.catalog_id == entry.id and r.installed), None)
+    row = row or next((r for r in rows if r.catalog_id == entry.id), None)
+    return row, entry, machine

@@ -7,13 +7,11 @@ changes with it; ``light`` and ``dark`` force one. The style sheet only uses
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
-RESOURCES = Path(__file__).resolve().parent.parent.parent / "resources"
+from app.core.resources import resource_path
 
 STYLE_SHEET = """
 QFrame#dropZone {
@@ -32,18 +30,6 @@ QLabel#notice { color: palette(highlighted-text); background: palette(highlight)
 QLabel#errorText { color: #c62828; }
 QTextBrowser#report { padding: 6px; }
 """
-
-
-def resource_path(*parts: str) -> Path:
-    """A file under ``resources/`` (also inside a frozen build)."""
-    import sys
-
-    frozen_root = getattr(sys, "_MEIPASS", None)
-    if frozen_root:
-        candidate = Path(frozen_root, "resources", *parts)
-        if candidate.exists():
-            return candidate
-    return RESOURCES.joinpath(*parts)
 
 
 def app_icon() -> QIcon:
