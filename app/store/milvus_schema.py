@@ -112,9 +112,6 @@ def create_milvus_collection(
             output_field_names=["sparse"],
         )
     )
-    index = client.prepare_index_params()
-    index.add_index("dense", metric_type="IP", **dense_index)
-    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     mname = milvus_name(name)
     client.create_collection(
         mname,
@@ -127,6 +124,24 @@ def create_milvus_collection(
         },
         timeout=timeout,
     )
+    create_indexes(client, mname, dense_index=dense_index, timeout=timeout)
+
+
+def create_indexes(
+    client: Any,
+    mname: str,
+    *,
+    dense_index: dict[str, Any],
+    timeout: float | None,
+    fields: tuple[str, ...] = ("dense", "sparse"),
+) -> None:
+    """The dense (embedding) and sparse (BM25) indexes of Milvus collection ``mname``
+    (those of ``fields``)."""
+    index = client.prepare_index_params()
+    if "dense" in fields:
+        index.add_index("dense", metric_type="IP", **dense_index)
+    if "sparse" in fields:
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     # sync=False: pymilvus would otherwise poll AllocTimestamp, which Milvus Lite lacks.
     client.create_index(mname, index, timeout=timeout, sync=False)
 

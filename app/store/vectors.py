@@ -19,6 +19,8 @@ locks, and how the dense index is built and searched on Lite and on a server.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -37,6 +39,7 @@ from app.store.milvus_schema import (
     PROP_MODEL,
     PROP_NAME,
     chunk_to_row,
+    create_indexes,
     create_milvus_collection,
     milvus_name,
     mismatch_message,
@@ -44,6 +47,8 @@ from app.store.milvus_schema import (
     unit_vectors,
 )
 from app.store.milvus_search import SEARCH_MODES, SearchMode, literal, search_collection
+
+log = logging.getLogger(__name__)
 
 # What other packages (and the search bench) take from here.
 __all__ = [
@@ -83,6 +88,7 @@ class VectorStore:
         self._loaded: set[str] = set()
         self._unflushed: set[str] = set()
         self._closed = False
+        self.indexes_rebuilt: list[str] = []  # Milvus collections whose unreadable indexes were rebuilt
 
     @classmethod
     def open(cls, settings: Settings, paths: AppPaths) -> VectorStore:
@@ -343,13 +349,34 @@ class VectorStore:
         return mname
 
     def _ensure_loaded(self, mname: str) -> None:
-        """Milvus serves a collection only once loaded; after a reopen it is not."""
+        """Milvus serves a collection only once loaded; after a reopen it is not.
+
+        Milvus Lite writes an index file in place: a process killed while it writes
+        one leaves it cut short, and loading then fails ("No data left in file"). The
+        indexes are derived from the rows, so they are rebuilt from them, once."""
         with self._meta_lock:
             if mname in self._loaded:
                 return
-        self._client.load_collection(mname, timeout=self._timeout)
+        try:
+            self._client.load_collection(mname, timeout=self._timeout)
+        except Exception as exc:  # pymilvus raises MilvusException; Lite's cause is in its text
+            if not self.is_lite:
+                raise
+            log.warning("the search indexes of %s could not be loaded (%s); rebuilding them from its rows", mname, exc)
+            self._rebuild_indexes(mname)
+            self._client.load_collection(mname, timeout=self._timeout)
+            self.indexes_rebuilt.append(mname)
         with self._meta_lock:
             self._loaded.add(mname)
+
+    def _rebuild_indexes(self, mname: str) -> None:
+        with contextlib.suppress(Exception):  # not loaded: nothing to release
+            self._client.release_collection(mname, timeout=self._timeout)
+        # Lite writes index files for the dense field only (BM25 is kept with the rows: its
+        # index cannot be dropped, "no index to drop"); a rebuilt dense index is read afresh.
+        if "dense" in self._client.list_indexes(mname):
+            self._client.drop_index(mname, "dense", timeout=self._timeout)
+        create_indexes(self._client, mname, dense_index=DENSE_INDEX, timeout=self._timeout, fields=("dense",))
 
     def _query_all(self, mname: str, expr: str, fields: list[str] | None = None) -> Iterator[dict[str, Any]]:
         """Every row matching ``expr`` (servers cap one query at 16384 rows)."""

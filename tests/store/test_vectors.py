@@ -228,3 +228,29 @@ def test_an_empty_collection_and_empty_queries_answer_nothing(tmp_path: Path) ->
         assert vs.search("c", ["anything"], [[1.0, 0.0, 0.0, 0.0]]) == [[]]
         assert vs.search("c", [], None) == []
         assert vs.count("c") == 0 and vs.get_chunks("c", []) == []
+
+
+def test_a_search_index_cut_short_by_a_kill_is_rebuilt_from_the_rows(
+    tmp_path: Path, corpus: tuple[list[Chunk], np.ndarray], embedder: OnnxMiniLMEmbedder
+) -> None:
+    """Milvus Lite writes an index file in place; a process killed while it writes one
+    leaves it cut short and the collection could not be loaded ("No data left in file").
+    The index is derived from the rows: the next open rebuilds it and loses nothing."""
+    chunks, vectors = corpus
+    uri = str(tmp_path / "milvus.db")
+    with VectorStore(uri) as vs:
+        vs.ensure_collection(COLLECTION, embedder.dimension, embedder.model_name)
+        vs.insert(COLLECTION, chunks, vectors)
+        vs.flush(COLLECTION)
+    index_files = sorted((tmp_path / "milvus.db").rglob("*.dense.*.idx"))
+    assert index_files, "Milvus Lite wrote no dense index file: the test no longer reproduces the cut"
+    for index_file in index_files:
+        with index_file.open("r+b") as handle:
+            handle.truncate(index_file.stat().st_size // 3)
+    with VectorStore(uri) as reopened:
+        assert reopened.count(COLLECTION) == len(chunks)
+        hits = reopened.search(COLLECTION, [SCHISM_QUERY], embedder.embed([SCHISM_QUERY]), mode="dense", top_k=3)
+        assert _schism_id(chunks) in _ids(hits[0])
+        assert reopened.indexes_rebuilt == [milvus_name(COLLECTION)]
+    with VectorStore(uri) as again:  # the rebuilt index is whole: no second rebuild
+        assert again.count(COLLECTION) == len(chunks) and again.indexes_rebuilt == []
