@@ -69,17 +69,21 @@ def acquire_instance_lock(paths: AppPaths) -> InstanceLock:
     return InstanceLock(fd, path)
 
 
-def is_locked_elsewhere(path: str) -> bool:
-    """True when another holder has an OS lock on the file at ``path`` (no file: False)."""
+def is_locked_elsewhere(path: str, *, record_lock: bool = False) -> bool:
+    """True when another holder has an OS lock on the file at ``path`` (no file: False).
+
+    ``record_lock``: the holder uses POSIX record locks (``fcntl.lockf``, as the native
+    Milvus Lite does), which on Linux and macOS are separate from ``flock`` locks."""
     if not os.path.exists(path):
         return False
     fd = os.open(path, os.O_RDWR)
     try:
+        lock, unlock = (_lock_record, _unlock_record) if record_lock else (_lock, _unlock)
         try:
-            _lock(fd)
+            lock(fd)
         except OSError:
             return True
-        _unlock(fd)
+        unlock(fd)
         return False
     finally:
         os.close(fd)
@@ -99,6 +103,8 @@ if sys.platform == "win32":
         except OSError:
             pass
 
+    _lock_record, _unlock_record = _lock, _unlock
+
 else:
     import fcntl
 
@@ -107,3 +113,9 @@ else:
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _lock_record(fd: int) -> None:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _unlock_record(fd: int) -> None:
+        fcntl.lockf(fd, fcntl.LOCK_UN)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -57,12 +58,19 @@ def connect(uri: str, token: str) -> MilvusConnection:
                 "Set store.milvus_uri to a path like …/milvus.db, or leave it empty for the default.",
             )
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        _check_engine_format(path)
         connect_uri = path
         lite_path = path
+    # Milvus Lite 2.5 removes its lock file when an open fails, so its lock is looked at
+    # first (a POSIX record lock: one this process holds is not "elsewhere")
+    if lite_path is not None and is_locked_elsewhere(lite_lock_files(lite_path)[1], record_lock=True):
+        raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT)
     try:
-        client = MilvusClient(uri=connect_uri, token=token)
+        with warnings.catch_warnings():  # the native Milvus Lite imports pkg_resources, which warns
+            warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+            client = MilvusClient(uri=connect_uri, token=token)
     except MilvusException as exc:
-        if lite_path is not None and is_locked_elsewhere(os.path.join(lite_path, "LOCK")):
+        if lite_path is not None and _lite_locked_elsewhere(lite_path):
             raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT) from None
         where = lite_path or uri
         raise StoreError(
@@ -72,6 +80,47 @@ def connect(uri: str, token: str) -> MilvusConnection:
     if lite_path is not None:
         _LITE.acquire(lite_path)
     return MilvusConnection(client, connect_uri, lite_path)
+
+
+def lite_lock_files(path: str) -> tuple[str, str]:
+    """The files Milvus Lite locks for database ``path``: 3.x's LOCK inside the database
+    folder, the native 2.5's ``.NAME.lock`` beside the database file."""
+    folder, name = os.path.split(path)
+    return os.path.join(path, "LOCK"), os.path.join(folder, f".{name}.lock")
+
+
+def _check_engine_format(path: str) -> None:
+    """Milvus Lite 3.x keeps a database in a folder, the native 2.5 in one file: each
+    cannot read the other's. Say so, and how to get the library searchable again."""
+    major = lite_major_version()
+    written_by = ""
+    if major >= 3 and os.path.isfile(path):
+        written_by, installed = "the native Milvus Lite 2.5", "Milvus Lite 3.x"
+    elif 0 < major < 3 and os.path.isdir(path):
+        written_by, installed = "Milvus Lite 3.x", "the native Milvus Lite 2.5"
+    if written_by:
+        raise StoreError(
+            f"The search index {path} was written by {written_by}; this Fathom uses {installed}, "
+            "which cannot read it. Your documents and their catalog are untouched.",
+            f"Rename {os.path.basename(path)} (keep it until you are done), then open Fathom and run Repair "
+            "(or `fathom repair`): it builds the search index again from your files.",
+        )
+
+
+def lite_major_version() -> int:
+    """The installed Milvus Lite's major version: 2 is the native engine (Linux, macOS),
+    3 the pure-Python one (every platform); 0 when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version("milvus-lite").split(".")[0])
+    except (PackageNotFoundError, ValueError):
+        return 0
+
+
+def _lite_locked_elsewhere(path: str) -> bool:
+    folder_lock, file_lock = lite_lock_files(path)
+    return is_locked_elsewhere(folder_lock) or is_locked_elsewhere(file_lock, record_lock=True)
 
 
 def release_lite(path: str) -> None:

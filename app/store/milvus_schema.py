@@ -11,6 +11,7 @@ yet: version ``1`` is the only layout there has been.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shlex
 import unicodedata
@@ -86,7 +87,12 @@ def create_milvus_collection(
 
     if dimension <= 0:
         raise StoreError(f"An embedding dimension must be positive, not {dimension}.")
-    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    metadata = {PROP_NAME: name, PROP_MODEL: embedding_model, PROP_DIM: str(dimension), PROP_SCHEMA: SCHEMA_VERSION}
+    # Milvus Lite 3.x keeps collection properties; the native 2.5.x keeps the schema's
+    # description instead (its properties come back empty): the metadata goes in both.
+    schema = MilvusClient.create_schema(
+        auto_id=False, enable_dynamic_field=False, description=json.dumps(metadata, ensure_ascii=False)
+    )
     schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX)
     schema.add_field("doc_id", DataType.VARCHAR, max_length=ID_MAX)
     schema.add_field("collection", DataType.VARCHAR, max_length=1024)
@@ -116,15 +122,36 @@ def create_milvus_collection(
     client.create_collection(
         mname,
         schema=schema,
-        properties={
-            PROP_NAME: name,
-            PROP_MODEL: embedding_model,
-            PROP_DIM: str(dimension),
-            PROP_SCHEMA: SCHEMA_VERSION,
-        },
+        properties=metadata,
         timeout=timeout,
     )
     create_indexes(client, mname, dense_index=dense_index, timeout=timeout)
+
+
+def collection_metadata(description: dict[str, Any]) -> dict[str, str]:
+    """Fathom's metadata of a Milvus collection from ``describe_collection``'s answer:
+    its properties (Milvus Lite 3.x, servers), else its description (Milvus Lite 2.5)."""
+    props = {str(k): str(v) for k, v in (description.get("properties") or {}).items()}
+    if PROP_NAME in props:
+        return props
+    try:
+        data = json.loads(str(description.get("description") or ""))
+    except ValueError:
+        return props
+    if isinstance(data, dict) and PROP_NAME in data:
+        return {str(k): str(v) for k, v in data.items()}
+    return props
+
+
+def dense_dimension(description: dict[str, Any]) -> int:
+    """The dense field's dimension as Milvus reports it (0 when absent)."""
+    for field in description.get("fields") or []:
+        if field.get("name") == "dense":
+            try:
+                return int((field.get("params") or {}).get("dim", 0))
+            except (TypeError, ValueError):
+                return 0
+    return 0
 
 
 def create_indexes(

@@ -32,15 +32,17 @@ from app.core.models import Chunk, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.store.bm25_analyzer import ANALYZER, STOP_WORDS
-from app.store.milvus_connection import connect, release_lite, resolve_milvus_uri
+from app.store.milvus_connection import connect, lite_major_version, release_lite, resolve_milvus_uri
 from app.store.milvus_schema import (
     OUTPUT_FIELDS,
     PROP_DIM,
     PROP_MODEL,
     PROP_NAME,
     chunk_to_row,
+    collection_metadata,
     create_indexes,
     create_milvus_collection,
+    dense_dimension,
     milvus_name,
     mismatch_message,
     row_to_chunk,
@@ -132,9 +134,9 @@ class VectorStore:
         for mname in self._client.list_collections():
             if not str(mname).startswith("fathom_"):
                 continue
-            props = self._client.describe_collection(mname).get("properties", {})
+            props = collection_metadata(self._client.describe_collection(mname))
             if PROP_NAME in props:
-                names.append(str(props[PROP_NAME]))
+                names.append(props[PROP_NAME])
         return sorted(names)
 
     def collection_model(self, name: str) -> tuple[str, int]:
@@ -144,8 +146,9 @@ class VectorStore:
         if cached is not None:
             return cached
         mname = self._require(name)
-        props = self._client.describe_collection(mname).get("properties", {})
-        model = (str(props.get(PROP_MODEL, "")), int(props.get(PROP_DIM, 0)))
+        description = self._client.describe_collection(mname)
+        props = collection_metadata(description)
+        model = (props.get(PROP_MODEL, ""), int(props.get(PROP_DIM, 0) or dense_dimension(description)))
         with self._meta_lock:
             self._models[name] = model
         return model
@@ -268,19 +271,42 @@ class VectorStore:
             if vectors is None or len(vectors) != len(queries):
                 raise StoreError(f"Search mode '{mode}' needs one vector per query.")
             dense = unit_vectors(vectors, dim).tolist()
-        return search_collection(
-            self._client,
-            mname,
-            queries,
-            dense,
-            mode=mode,
-            top_k=top_k,
-            doc_ids=doc_ids,
-            path_prefix=path_prefix,
-            candidates=candidates,
-            dense_search=self._dense_search(),
-            timeout=self._timeout,
-        )
+        if mode == "hybrid" and len(queries) > 1 and self.is_lite and lite_major_version() < 3:
+            # the native Milvus Lite 2.5 fuses a batched hybrid search wrongly (each query
+            # after the first gets ranks counted across the batch): one call per query
+            return [
+                self.search(
+                    name,
+                    [query],
+                    [dense[i]],
+                    mode=mode,
+                    top_k=top_k,
+                    doc_ids=doc_ids,
+                    path_prefix=path_prefix,
+                    candidates=candidates,
+                )[0]
+                for i, query in enumerate(queries)
+            ]
+        try:
+            return search_collection(
+                self._client,
+                mname,
+                queries,
+                dense,
+                mode=mode,
+                top_k=top_k,
+                doc_ids=doc_ids,
+                path_prefix=path_prefix,
+                candidates=candidates,
+                dense_search=self._dense_search(),
+                timeout=self._timeout,
+            )
+        except Exception:
+            # Milvus Lite 2.5 cannot score BM25 over no rows at all ("Invalid sparse row:
+            # NaN or Inf value"); an empty collection simply finds nothing
+            if mode != "dense" and self.count(name) == 0:
+                return [[] for _ in queries]
+            raise
 
     def get_chunks(self, name: str, chunk_ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids, in the order asked (ids not found are left out)."""
