@@ -238,3 +238,36 @@ def test_nothing_leaves_the_machine_with_the_manager_and_first_run_open(
         assert again.result() is manager  # a second open raises the same dialog
     assert network_guard.violations == []
     assert server.requests == []
+
+
+def test_settings_keep_the_catalog_and_open_the_manager_without_overwriting_its_choice(
+    qtbot: Any, aloop: Any, tmp_path: Path
+) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    from app.ui.settings_dialog import SettingsDialog
+
+    async def no_models(_settings: Settings, _backend: str) -> list[str]:
+        return []
+
+    async def write(_settings: Settings) -> None:
+        return None
+
+    opened: list[bool] = []
+    dialog = SettingsDialog(
+        Settings(),
+        app_paths().ensure(),
+        no_models,
+        write,
+        lambda _url, _key: None,
+        TaskKeeper(lambda name, exc: None),
+        open_models=lambda: opened.append(True),
+    )
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.catalog.setText(f"  {tmp_path / 'ours.json'}  ")
+    assert dialog.settings().models.catalog == str(tmp_path / "ours.json")
+    button = dialog.findChild(QPushButton, "openModels")
+    assert button is not None and button.isEnabled()
+    button.click()
+    assert opened == [True] and not dialog.isVisible()  # closed unsaved: the manager's choice stands
