@@ -49,6 +49,12 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
     library = window.services.library
     assert library is not None
     catalog = {c.name: c for c in await_in_test(qtbot, library.collections())}
+
+    def counts_shown() -> bool:  # the row added while indexing gets its counts from the next read of the list
+        row = panel.collection_item("milvus_intro")
+        return row is not None and row.text(1) != ""
+
+    qtbot.waitUntil(counts_shown, timeout=10_000)
     item = panel.collection_item("milvus_intro")
     assert item is not None
     assert item.text(1) == f"{catalog['milvus_intro'].documents:,}"
