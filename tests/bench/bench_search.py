@@ -320,12 +320,18 @@ def main() -> int:
     parser.add_argument("--dense-index", default=vectors.DENSE_INDEX["index_type"], help="e.g. HNSW, FLAT, IVF_FLAT")
     args = parser.parse_args()
 
-    from milvus_lite.index.factory import is_faiss_available
+    from importlib.metadata import version
 
     vectors.DENSE_INDEX = {**vectors.DENSE_INDEX, "index_type": args.dense_index}
     dense_index = f"{args.dense_index} {vectors.DENSE_INDEX.get('params', {})}"
-    if args.dense_index == "AUTOINDEX":
+    engine = version("milvus-lite")
+    if args.dense_index == "AUTOINDEX" and int(engine.split(".")[0]) >= 3:
+        from milvus_lite.index.factory import is_faiss_available
+
         dense_index += " = HNSW (faiss-cpu)" if is_faiss_available() else " = BRUTE_FORCE (no faiss-cpu)"
+    elif args.dense_index == "AUTOINDEX":
+        dense_index += " (the native engine's own choice)"
+    print(f"Milvus Lite {engine}, pymilvus {version('pymilvus')}")
     kind = "uniform random" if args.random_vectors else f"embedding-like ({args.real} real MiniLM rows + mixtures)"
     print(f"dense index: {dense_index}; vectors: {kind}; BM25 analyzer: {vectors.ANALYZER['tokenizer']}")
     print(f"{len(STOP_WORDS)} stop words; top_k={TOP_K}; {os.cpu_count()} CPUs; {args.calls} timed calls each")
