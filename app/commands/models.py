@@ -15,7 +15,6 @@ import json
 import sys
 import time
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from app.llm.catalog import Catalog
     from app.llm.download import DownloadProgress
     from app.llm.model_inventory import ModelRow
-    from app.llm.ollama_admin import OllamaModelInfo, PullProgress
+    from app.llm.ollama_admin import PullProgress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,25 +82,15 @@ def _catalog(settings: Settings, paths: AppPaths, *, refresh: bool = False) -> C
     return catalog
 
 
-def _ollama_models(settings: Settings) -> list[OllamaModelInfo] | None:
-    """Ollama's models, or None when it does not answer (it is optional)."""
-    from app.core.errors import ModelError
-    from app.llm.ollama_admin import list_ollama_models
-
-    try:
-        return asyncio.run(list_ollama_models(settings.model.ollama.host, timeout_s=2.0))
-    except ModelError:
-        return None
-
-
 def collect_rows(
     settings: Settings, paths: AppPaths, *, ask_ollama: bool = True, refresh: bool = False
 ) -> list[ModelRow]:
     from app.llm.machine_fit import measure_machine
     from app.llm.model_inventory import list_models
+    from app.llm.ollama_admin import ollama_models_if_running
 
     catalog = _catalog(settings, paths, refresh=refresh)
-    ollama = _ollama_models(settings) if ask_ollama else None
+    ollama = asyncio.run(ollama_models_if_running(settings.model.ollama.host)) if ask_ollama else None
     return list_models(settings, paths, catalog, measure_machine(paths.models_dir), ollama=ollama)
 
 
@@ -190,6 +179,12 @@ class _ProgressLine:
         if self.tty:
             sys.stderr.write("\n")
 
+    def stopped(self, what_is_kept: str) -> int:
+        """End the line after Ctrl+C, say what is kept; the exit status."""
+        self.end()
+        print(f"Stopped. {what_is_kept}", file=sys.stderr)
+        return 130
+
 
 def _download(args: argparse.Namespace) -> int:
     from app.llm.model_inventory import OLLAMA_PREFIX, ModelChoiceError
@@ -214,15 +209,10 @@ def _download(args: argparse.Namespace) -> int:
     try:
         path = download_file(entry.url, target, sha256=entry.sha256, size_bytes=entry.size_bytes, progress=progress)
     except KeyboardInterrupt:
-        line.end()
-        print("Stopped. The part downloaded is kept: run the same command to resume.", file=sys.stderr)
-        return 130
+        return line.stopped("The part downloaded is kept: run the same command to resume.")
     line.end()
     print(f"Verified (sha256) and saved: {path}")
-    if args.use:
-        return _make_used(settings, paths, entry.id)
-    print(f"Make it the research model: fathom models use {entry.id}")
-    return 0
+    return _use_or_say_how(settings, paths, entry.id, use=args.use)
 
 
 def _pull(settings: Settings, paths: AppPaths, name: str, *, use: bool) -> int:
@@ -236,15 +226,10 @@ def _pull(settings: Settings, paths: AppPaths, name: str, *, use: bool) -> int:
     try:
         asyncio.run(pull_ollama_model(settings.model.ollama.host, name, progress=progress))
     except KeyboardInterrupt:
-        line.end()
-        print("Stopped. Ollama keeps what it downloaded: pull again to resume.", file=sys.stderr)
-        return 130
+        return line.stopped("Ollama keeps what it downloaded: pull again to resume.")
     line.end()
     print(f"Ollama has {name}.")
-    if use:
-        return _make_used(settings, paths, f"ollama:{name}")
-    print(f"Make it the research model: fathom models use ollama:{name}")
-    return 0
+    return _use_or_say_how(settings, paths, f"ollama:{name}", use=use)
 
 
 # -- use / remove -----------------------------------------------------------------------
@@ -261,6 +246,14 @@ def _make_used(settings: Settings, paths: AppPaths, key: str) -> int:
     return 0
 
 
+def _use_or_say_how(settings: Settings, paths: AppPaths, key: str, *, use: bool) -> int:
+    """After a download: make ``key`` the research model, or say how to."""
+    if use:
+        return _make_used(settings, paths, key)
+    print(f"Make it the research model: fathom models use {key}")
+    return 0
+
+
 def _use(args: argparse.Namespace) -> int:
     settings, paths = _context()
     return _make_used(settings, paths, args.id)
@@ -268,7 +261,7 @@ def _use(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from app.core.settings import save_settings
-    from app.llm.model_inventory import find_row, removable_file, settings_without
+    from app.llm.model_inventory import delete_model_file, find_row, removable_file, settings_without
 
     settings, paths = _context()
     rows = collect_rows(settings, paths)
@@ -280,8 +273,7 @@ def _remove(args: argparse.Namespace) -> int:
         print(f"Ollama deleted {row.ollama_tag}.")
     else:
         path = removable_file(row, paths)
-        path.unlink(missing_ok=True)
-        Path(str(path) + ".part").unlink(missing_ok=True)
+        delete_model_file(path)
         print(f"Deleted {path}.")
     changed = settings_without(row, settings)
     if changed is not settings:

@@ -109,7 +109,8 @@ async def probe_backends(settings: Settings) -> list[BackendStatus]:
 # -- building --------------------------------------------------------------
 
 
-def _chat_models(models: list[str]) -> list[str]:
+def chat_models(models: list[str]) -> list[str]:
+    """The chat models among Ollama's ``models`` (embedding-only ones left out), in their order."""
     return [m for m in models if not any(tag in m.lower() for tag in _EMBEDDING_ONLY)]
 
 
@@ -204,12 +205,12 @@ def make_chat_model(settings: Settings, *, ollama_models: list[str] | None = Non
         )
     if ollama_models is None:
         ollama_models = _blocking_ollama_probe(settings.model.ollama.host)
-    chat_models = _chat_models(ollama_models)
+    chats = chat_models(ollama_models)
     configured = settings.model.ollama.model
     if configured and configured in ollama_models:
         return _ollama_model(settings, configured)
-    if chat_models:
-        return _ollama_model(settings, chat_models[0])
+    if chats:
+        return _ollama_model(settings, chats[0])
     return _llamacpp_model(settings)
 
 

@@ -10,16 +10,18 @@ is the model research runs use now; :func:`settings_using` makes one the model.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from app.core.errors import FathomError
 from app.core.paths import AppPaths
 from app.core.settings import Settings, replace_setting
 from app.llm.catalog import Catalog, CatalogEntry
+from app.llm.download import partial_path
+from app.llm.factory import chat_models
 from app.llm.gguf_info import GgufInfo
 from app.llm.machine_fit import GIB, Fit, Machine, judge_fit, memory_needed, recommendable
 from app.llm.model_folders import LocalModel, find_local_models, known_model_folders
@@ -27,6 +29,9 @@ from app.llm.ollama_admin import OllamaModelInfo
 from app.llm.starter import STARTER_NAME, starter_model_path
 
 OLLAMA_PREFIX = "ollama:"
+LocalBackend = Literal["llamacpp", "ollama"]  # the back ends a listed model runs on
+# The setting that names the model of each local back end.
+_MODEL_SETTING: dict[LocalBackend, str] = {"llamacpp": "model.llamacpp.model_path", "ollama": "model.ollama.model"}
 UNKNOWN_FIT = Fit("unknown", "")
 STARTER_KEY = "starter"
 SOURCE_LABELS = {
@@ -80,8 +85,6 @@ class ModelRow:
 def model_in_use(settings: Settings, ollama_names: Sequence[str] | None) -> tuple[str, str]:
     """("gguf", path) or ("ollama", name) that research runs would use now, as
     :func:`app.llm.factory.make_chat_model` decides; ("", "") when none."""
-    from app.llm.factory import _chat_models
-
     m = settings.model
     if m.backend == "ollama":
         return ("ollama", m.ollama.model) if m.ollama.model else ("", "")
@@ -90,7 +93,7 @@ def model_in_use(settings: Settings, ollama_names: Sequence[str] | None) -> tupl
     if m.backend == "auto" and ollama_names:
         if m.ollama.model and m.ollama.model in ollama_names:
             return "ollama", m.ollama.model
-        chat = _chat_models(list(ollama_names))
+        chat = chat_models(list(ollama_names))
         if chat:
             return "ollama", chat[0]
     if m.llamacpp.model_path:
@@ -260,8 +263,6 @@ def _ollama_row(
     info: OllamaModelInfo, entry: CatalogEntry | None, machine: Machine, in_use: tuple[str, str]
 ) -> ModelRow:
     needed = memory_needed(info.size_bytes, int(0.6 * GIB)) if info.size_bytes else 0
-    from app.llm.factory import _chat_models
-
     return ModelRow(
         key=OLLAMA_PREFIX + info.name,
         name=info.name,
@@ -273,7 +274,7 @@ def _ollama_row(
         ram_needed=needed,
         license=entry.license if entry else "",
         reasoning=entry.reasoning if entry else None,
-        chat=bool(_chat_models([info.name])),
+        chat=bool(chat_models([info.name])),
         fit=judge_fit(needed, machine),
         in_use=in_use == ("ollama", info.name),
         catalog_id=entry.id if entry else "",
@@ -327,25 +328,25 @@ def settings_using(row: ModelRow, settings: Settings) -> Settings:
     if row.problem and not row.chat:
         raise ModelChoiceError(f"{row.name} cannot run research: {row.problem}.")
     if row.source == "ollama":
-        changed = replace_setting(settings, "model.backend", "ollama")
-        return replace_setting(changed, "model.ollama.model", row.ollama_tag)
+        return settings_with_model(settings, "ollama", row.ollama_tag)
     if row.problem:
         raise ModelChoiceError(f"{row.name} cannot be used: {row.problem}")
-    changed = replace_setting(settings, "model.backend", "llamacpp")
-    path = "" if row.source == "starter" else row.path
-    return replace_setting(changed, "model.llamacpp.model_path", path)
+    return settings_with_model(settings, "llamacpp", "" if row.source == "starter" else row.path)
+
+
+def settings_with_model(settings: Settings, backend: LocalBackend, model: str) -> Settings:
+    """``settings`` with research on ``backend``: ``model`` is a GGUF path for llama.cpp
+    ("" for the starter model), a model name for Ollama."""
+    changed = replace_setting(settings, "model.backend", backend)
+    return replace_setting(changed, _MODEL_SETTING[backend], model)
 
 
 def settings_without(row: ModelRow, settings: Settings) -> Settings:
     """``settings`` once ``row`` is removed: back to choosing automatically when it was in use."""
     if not row.in_use:
         return settings
-    reset = dataclasses.replace(settings.model, backend="auto")
-    if row.source == "ollama":
-        reset = dataclasses.replace(reset, ollama=dataclasses.replace(reset.ollama, model=""))
-    else:
-        reset = dataclasses.replace(reset, llamacpp=dataclasses.replace(reset.llamacpp, model_path=""))
-    return dataclasses.replace(settings, model=reset)
+    changed = replace_setting(settings, "model.backend", "auto")
+    return replace_setting(changed, _MODEL_SETTING["ollama" if row.source == "ollama" else "llamacpp"], "")
 
 
 def removable_file(row: ModelRow, paths: AppPaths) -> Path:
@@ -364,3 +365,9 @@ def removable_file(row: ModelRow, paths: AppPaths) -> Path:
         f"{row.path} belongs to {owner}; Fathom does not delete other programs' files.",
         f"Remove it in {owner}, or delete the file yourself.",
     )
+
+
+def delete_model_file(path: Path) -> None:
+    """Delete a model file and the part of an unfinished download of it (either may be missing)."""
+    path.unlink(missing_ok=True)
+    partial_path(path).unlink(missing_ok=True)

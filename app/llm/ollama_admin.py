@@ -35,6 +35,8 @@ _OFFLINE_MARKERS = (
 _MISSING_MARKERS = ("file does not exist", "manifest unknown", "not found")
 
 _Action = Literal["list", "pull", "delete"]
+# What the ollama client raises; :func:`ollama_error` translates each.
+OLLAMA_ERRORS = (ConnectionError, httpx.HTTPError, ollama.ResponseError)
 
 
 @dataclass(frozen=True)
@@ -58,46 +60,60 @@ class PullProgress:
     total: int
 
 
-def _not_running(host: str) -> ModelUnavailable:
-    return ModelUnavailable(
-        f"Ollama is not running at {host}.",
-        "Start it with `ollama serve` (or open the Ollama app), or choose another back end in Settings.",
-    )
-
-
-def _translate(exc: BaseException, host: str, action: _Action, name: str = "") -> ModelError:
-    """Turn what the ollama client raised into an error a person can act on."""
+def ollama_error(
+    exc: BaseException,
+    host: str,
+    *,
+    timeout: ModelTimeout,
+    refused: Callable[[ollama.ResponseError], ModelError],
+) -> ModelError:
+    """Turn what the ollama client raised (one of :data:`OLLAMA_ERRORS`) into an error a
+    person can act on. A server that is down or unreachable reads the same for every
+    caller; ``timeout`` is the caller's error for no answer in time, and ``refused``
+    makes the one for Ollama's own error answer (unknown model and the like)."""
     if isinstance(exc, ConnectionError | httpx.ConnectError):
-        return _not_running(host)
-    if isinstance(exc, httpx.TimeoutException):
-        return ModelTimeout(
-            f"Ollama at {host} did not answer in time.",
-            "Check that the machine is not overloaded, then try again.",
+        return ModelUnavailable(
+            f"Ollama is not running at {host}.",
+            "Start it with `ollama serve` (or open the Ollama app), or choose another back end in Settings.",
         )
+    if isinstance(exc, httpx.TimeoutException):
+        return timeout
     if isinstance(exc, ollama.ResponseError):
-        text = str(exc.error)
-        lowered = text.lower()
-        if action == "pull" and any(marker in lowered for marker in _OFFLINE_MARKERS):
-            return ModelUnavailable(
-                f"Ollama at {host} has no internet connection to download '{name}' ({text}).",
-                "Models already pulled keep working; connect that machine to the internet to download new ones.",
-            )
-        missing = exc.status_code == 404 or any(marker in lowered for marker in _MISSING_MARKERS)
-        if action == "pull" and missing:
-            return ModelNotFound(
-                f"Ollama's registry has no model '{name}'.",
-                "Check the name and tag against https://ollama.com/library.",
-            )
-        if action == "delete" and missing:
-            return ModelNotFound(
-                f"Ollama at {host} has no model '{name}' to delete.",
-                "Refresh the list of models; it may have been deleted already.",
-            )
-        what = {"list": "list its models", "pull": f"pull '{name}'", "delete": f"delete '{name}'"}[action]
-        return ModelError(f"Ollama at {host} could not {what}: {text}.")
+        return refused(exc)
     if isinstance(exc, httpx.HTTPError):
         return ModelUnavailable(f"Ollama at {host} could not be reached ({exc}).")
     return ModelError(f"Ollama failed: {exc}.")
+
+
+def _translate(exc: BaseException, host: str, action: _Action, name: str = "") -> ModelError:
+    timeout = ModelTimeout(
+        f"Ollama at {host} did not answer in time.",
+        "Check that the machine is not overloaded, then try again.",
+    )
+    return ollama_error(exc, host, timeout=timeout, refused=lambda e: _refused(e, host, action, name))
+
+
+def _refused(exc: ollama.ResponseError, host: str, action: _Action, name: str) -> ModelError:
+    text = str(exc.error)
+    lowered = text.lower()
+    if action == "pull" and any(marker in lowered for marker in _OFFLINE_MARKERS):
+        return ModelUnavailable(
+            f"Ollama at {host} has no internet connection to download '{name}' ({text}).",
+            "Models already pulled keep working; connect that machine to the internet to download new ones.",
+        )
+    missing = exc.status_code == 404 or any(marker in lowered for marker in _MISSING_MARKERS)
+    if action == "pull" and missing:
+        return ModelNotFound(
+            f"Ollama's registry has no model '{name}'.",
+            "Check the name and tag against https://ollama.com/library.",
+        )
+    if action == "delete" and missing:
+        return ModelNotFound(
+            f"Ollama at {host} has no model '{name}' to delete.",
+            "Refresh the list of models; it may have been deleted already.",
+        )
+    what = {"list": "list its models", "pull": f"pull '{name}'", "delete": f"delete '{name}'"}[action]
+    return ModelError(f"Ollama at {host} could not {what}: {text}.")
 
 
 def _client(host: str, timeout: httpx.Timeout) -> ollama.AsyncClient:
@@ -110,7 +126,7 @@ async def list_ollama_models(host: str, *, timeout_s: float = 5.0) -> list[Ollam
     async with _client(host, httpx.Timeout(timeout_s)) as client:
         try:
             response = await client.list()
-        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+        except OLLAMA_ERRORS as exc:
             raise _translate(exc, host, "list") from exc
     models: list[OllamaModelInfo] = []
     for entry in response.models:
@@ -128,6 +144,14 @@ async def list_ollama_models(host: str, *, timeout_s: float = 5.0) -> list[Ollam
             )
         )
     return models
+
+
+async def ollama_models_if_running(host: str, *, timeout_s: float = 2.0) -> list[OllamaModelInfo] | None:
+    """Ollama's models, or None when it does not answer (it is optional)."""
+    try:
+        return await list_ollama_models(host, timeout_s=timeout_s)
+    except ModelError:
+        return None
 
 
 async def pull_ollama_model(host: str, name: str, *, progress: Callable[[PullProgress], None] | None = None) -> None:
@@ -155,7 +179,7 @@ async def pull_ollama_model(host: str, name: str, *, progress: Callable[[PullPro
                         progress(PullProgress(status=status, completed=sum(done.values()), total=sum(totals.values())))
             finally:
                 await stream.aclose()
-        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+        except OLLAMA_ERRORS as exc:
             raise _translate(exc, host, "pull", name) from exc
     if not succeeded:
         raise ModelError(f"Ollama at {host} stopped pulling '{name}' before it finished.", "Try the pull again.")
@@ -167,5 +191,5 @@ async def delete_ollama_model(host: str, name: str) -> None:
     async with _client(host, httpx.Timeout(DELETE_TIMEOUT_S, connect=PULL_CONNECT_TIMEOUT_S)) as client:
         try:
             await client.delete(name)
-        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+        except OLLAMA_ERRORS as exc:
             raise _translate(exc, host, "delete", name) from exc

@@ -15,9 +15,10 @@ from typing import Any
 import httpx
 import ollama
 
-from app.core.errors import ModelError, ModelNotFound, ModelTimeout, ModelUnavailable
+from app.core.errors import ModelError, ModelNotFound, ModelTimeout
 from app.core.models import Usage
 from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
+from app.llm.ollama_admin import OLLAMA_ERRORS, ollama_error
 from app.llm.reasoning import ThinkSplitter
 from app.llm.structured import RawReply, harden_schema, schema_instruction, structured_with_repair
 
@@ -56,27 +57,20 @@ class OllamaModel:
     # -- errors ---------------------------------------------------------------
 
     def _translate(self, exc: BaseException) -> ModelError:
-        if isinstance(exc, ConnectionError | httpx.ConnectError):
-            return ModelUnavailable(
-                f"Ollama is not running at {self._host}.",
-                "Start it with `ollama serve` (or open the Ollama app), or choose another back end in Settings.",
+        timeout = ModelTimeout(
+            f"Ollama at {self._host} did not answer within {self._timeout_s:.0f} s.",
+            "Check that the machine is not overloaded, or raise the timeout (model.timeout_s) in Settings.",
+        )
+        return ollama_error(exc, self._host, timeout=timeout, refused=self._refused)
+
+    def _refused(self, exc: ollama.ResponseError) -> ModelError:
+        text = str(exc.error)
+        if exc.status_code == 404 or "not found" in text.lower():
+            return ModelNotFound(
+                f"Ollama at {self._host} does not have the model '{self._model}'.",
+                f"Download it with `ollama pull {self._model}`, or pick an installed model in Settings.",
             )
-        if isinstance(exc, httpx.TimeoutException):
-            return ModelTimeout(
-                f"Ollama at {self._host} did not answer within {self._timeout_s:.0f} s.",
-                "Check that the machine is not overloaded, or raise the timeout (model.timeout_s) in Settings.",
-            )
-        if isinstance(exc, ollama.ResponseError):
-            text = str(exc.error)
-            if exc.status_code == 404 or "not found" in text.lower():
-                return ModelNotFound(
-                    f"Ollama at {self._host} does not have the model '{self._model}'.",
-                    f"Download it with `ollama pull {self._model}`, or pick an installed model in Settings.",
-                )
-            return ModelError(f"Ollama at {self._host} refused the request: {text}.")
-        if isinstance(exc, httpx.HTTPError):
-            return ModelUnavailable(f"Ollama at {self._host} could not be reached ({exc}).")
-        return ModelError(f"Ollama failed: {exc}.")
+        return ModelError(f"Ollama at {self._host} refused the request: {text}.")
 
     def _options(self, temperature: float | None, max_tokens: int | None, default_max: int) -> dict[str, Any]:
         return {
@@ -114,7 +108,7 @@ class OllamaModel:
                 if part.message.content:
                     for channel, text in splitter.feed(part.message.content):
                         yield ChatDelta(kind=channel, text=text)
-        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+        except OLLAMA_ERRORS as exc:
             raise self._translate(exc) from exc
         for channel, text in splitter.flush():
             yield ChatDelta(kind=channel, text=text)
@@ -195,7 +189,7 @@ class OllamaModel:
         started = time.perf_counter()
         try:
             response = await self._client.embed(model=self._model, input=list(texts))
-        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+        except OLLAMA_ERRORS as exc:
             raise self._translate(exc) from exc
         usage = Usage(
             prompt_tokens=int(response.prompt_eval_count or 0),
@@ -207,7 +201,7 @@ class OllamaModel:
     async def list_models(self) -> list[str]:
         try:
             response = await self._client.list()
-        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+        except OLLAMA_ERRORS as exc:
             raise self._translate(exc) from exc
         return sorted(m.model for m in response.models if m.model)
 

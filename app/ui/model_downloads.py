@@ -13,8 +13,9 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
@@ -22,6 +23,9 @@ from app.core.errors import FathomError
 from app.core.settings import Settings
 from app.llm.catalog import CatalogEntry
 from app.ui.tasks import TaskKeeper, run_blocking
+
+if TYPE_CHECKING:
+    from app.llm.model_inventory import LocalBackend
 
 SettingsWriter = Callable[[Settings], Awaitable[None]]
 
@@ -136,15 +140,8 @@ class ModelDownloads(QObject):
         self._end(entry.id)
         message = f"{entry.name} is downloaded and verified (sha256)."
         if use_when_done:
-            message += await self._use_file(path)
+            message += await self._use("llamacpp", str(path))
         self.finished.emit(entry.id, message)
-
-    async def _use_file(self, path: Path) -> str:
-        settings = self._settings()
-        model = replace(
-            settings.model, backend="llamacpp", llamacpp=replace(settings.model.llamacpp, model_path=str(path))
-        )
-        return await self._save(replace(settings, model=model))
 
     # -- Ollama pulls ------------------------------------------------------------------
 
@@ -181,9 +178,7 @@ class ModelDownloads(QObject):
         self._end(key)
         message = f"Ollama has {name}."
         if use_when_done:
-            settings = self._settings()
-            model = replace(settings.model, backend="ollama", ollama=replace(settings.model.ollama, model=name))
-            message += await self._save(replace(settings, model=model))
+            message += await self._use("ollama", name)
         self.finished.emit(key, message)
 
     # -- shared ------------------------------------------------------------------------
@@ -199,7 +194,11 @@ class ModelDownloads(QObject):
         for key in list(self.running()):
             self.cancel(key)
 
-    async def _save(self, settings: Settings) -> str:
+    async def _use(self, backend: LocalBackend, model: str) -> str:
+        """Make the finished model the research model; the sentence that says how it went."""
+        from app.llm.model_inventory import settings_with_model
+
+        settings = settings_with_model(self._settings(), backend, model)
         try:
             await self._write_settings(settings)
         except (FathomError, OSError) as exc:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -31,12 +30,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import FathomError, ModelError
+from app.core.errors import FathomError
 from app.core.settings import Settings
 from app.llm.catalog import Catalog
 from app.llm.machine_fit import Machine
 from app.llm.model_inventory import ModelRow
-from app.llm.ollama_admin import OllamaModelInfo
+from app.llm.ollama_admin import OllamaModelInfo, ollama_models_if_running
 from app.ui.model_downloads import ModelDownloads, Transfer
 from app.ui.services import Services
 from app.ui.tasks import TaskKeeper, run_blocking
@@ -68,16 +67,6 @@ def build_inventory(services_settings: Settings, services: Services, ollama: lis
     machine = measure_machine(paths.models_dir)
     rows = list_models(services_settings, paths, catalog, machine, ollama=ollama)
     return Inventory(rows, catalog, machine, ollama is not None)
-
-
-async def ask_ollama(host: str) -> list[OllamaModelInfo] | None:
-    """Ollama's models, or None when it does not answer (it is optional)."""
-    from app.llm.ollama_admin import list_ollama_models
-
-    try:
-        return await list_ollama_models(host, timeout_s=2.0)
-    except ModelError:
-        return None
 
 
 class ModelManagerDialog(QDialog):
@@ -189,7 +178,7 @@ class ModelManagerDialog(QDialog):
         settings = self._services.settings
         if fetch_catalog:
             await self._fetch_catalog(settings)
-        ollama = await ask_ollama(settings.model.ollama.host)
+        ollama = await ollama_models_if_running(settings.model.ollama.host)
         try:
             inventory = await run_blocking(build_inventory, settings, self._services, ollama, name="list the models")
         except (FathomError, OSError) as exc:
@@ -365,7 +354,7 @@ class ModelManagerDialog(QDialog):
         return box
 
     async def remove(self, row: ModelRow) -> None:
-        from app.llm.model_inventory import removable_file, settings_without
+        from app.llm.model_inventory import delete_model_file, removable_file, settings_without
 
         try:
             if row.source == "ollama":
@@ -374,7 +363,7 @@ class ModelManagerDialog(QDialog):
                 await delete_ollama_model(self._services.settings.model.ollama.host, row.ollama_tag)
             else:
                 path = removable_file(row, self._services.paths)
-                await run_blocking(_delete_model_file, path, name="delete a model file")
+                await run_blocking(delete_model_file, path, name="delete a model file")
             new = settings_without(row, self._services.settings)
             if new is not self._services.settings:
                 await self._services.save_settings(new)
@@ -411,8 +400,3 @@ class ModelManagerDialog(QDialog):
         self._show_progress(None)
         self.message.setText(message or "Download cancelled; what was downloaded is kept and the next one resumes.")
         self._selection_changed()
-
-
-def _delete_model_file(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    Path(str(path) + ".part").unlink(missing_ok=True)

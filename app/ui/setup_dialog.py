@@ -243,24 +243,16 @@ class SetupDialog(SettingsForm):
             self.use_gguf.setChecked(True)
 
     def chosen_settings(self) -> Settings:
+        from app.llm.model_inventory import settings_with_model
+
         s = self._services.settings
-        model = s.model
         if self.use_ollama.isChecked():
-            model = dataclasses.replace(
-                model,
-                backend="ollama",
-                ollama=dataclasses.replace(model.ollama, model=self.ollama_models.currentText()),
-            )
+            s = settings_with_model(s, "ollama", self.ollama_models.currentText())
         elif self.use_starter.isChecked():
-            model = dataclasses.replace(
-                model, backend="llamacpp", llamacpp=dataclasses.replace(model.llamacpp, model_path="")
-            )
+            s = settings_with_model(s, "llamacpp", "")
         else:
-            model = dataclasses.replace(
-                model,
-                backend="llamacpp",
-                llamacpp=dataclasses.replace(model.llamacpp, model_path=self.gguf.text().strip()),
-            )
+            s = settings_with_model(s, "llamacpp", self.gguf.text().strip())
+        model = s.model
         if self.remote.isChecked():
             model = dataclasses.replace(
                 model,

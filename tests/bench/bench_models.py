@@ -10,7 +10,6 @@ Medians over ``--repeats`` runs, measured side by side in one run.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import statistics
@@ -20,19 +19,11 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: file_server
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: file_server, model_files
 
 
 def _median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.1f} ms"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def bench_headers(files: list[Path], repeats: int) -> None:
@@ -74,10 +65,11 @@ def bench_listing(files: list[Path], repeats: int, root: Path) -> None:
 
 def bench_download(source: Path, repeats: int, root: Path) -> None:
     from file_server import FileServer
+    from model_files import file_sha256
 
     from app.llm.download import download_file
 
-    expected = _sha256(source)
+    expected = file_sha256(source)
     size = source.stat().st_size
     floor, downloads = [], []
     with FileServer() as server:
@@ -86,7 +78,7 @@ def bench_download(source: Path, repeats: int, root: Path) -> None:
             copy = root / f"copy-{i}.gguf"
             started = time.perf_counter()
             shutil.copyfile(source, copy)
-            assert _sha256(copy) == expected
+            assert file_sha256(copy) == expected
             floor.append(time.perf_counter() - started)
             copy.unlink()
             target = root / f"download-{i}.gguf"

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
+from model_files import link_model
 
 from app.llm.model_folders import LocalModel, ModelFolder, find_local_models, known_model_folders
-
-
-def link_model(source: Path, target: Path) -> Path:
-    """A hard link of the real model (a copy where links are not possible)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy(source, target)
-    return target
 
 
 def broken_file(target: Path, content: bytes = b"this download failed halfway\n") -> Path:

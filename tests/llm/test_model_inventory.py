@@ -5,11 +5,10 @@ removing a model changes the settings as a user expects."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
+from model_files import link_model
 
 from app.core.paths import AppPaths, app_paths
 from app.core.settings import Settings, replace_setting
@@ -31,15 +30,6 @@ from app.llm.ollama_admin import OllamaModelInfo
 ROOMY = Machine(total_ram=32 * GIB, available_ram=24 * GIB, cpu_count=8, gpu_offload=False, free_disk=500 * GIB)
 
 
-def link(source: Path, target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy(source, target)
-    return target
-
-
 @pytest.fixture
 def paths() -> AppPaths:
     return app_paths().ensure()
@@ -55,7 +45,7 @@ def test_a_model_gpt4all_already_downloaded_is_listed_from_its_header_not_its_na
     paths: AppPaths, fake_home: Path, starter_model_path: Path
 ) -> None:
     gpt4all = fake_home / ".local" / "share" / "nomic.ai" / "GPT4All"
-    local = link(starter_model_path, gpt4all / "renamed-by-the-user.gguf")
+    local = link_model(starter_model_path, gpt4all / "renamed-by-the-user.gguf")
     rows = list_models(Settings(), paths, load_catalog(environ={}), ROOMY, home=fake_home)
     (row,) = [r for r in rows if r.source == "gpt4all"]
     assert row.path == str(local) and row.installed and row.key == str(local)
@@ -84,7 +74,7 @@ def test_a_catalog_model_found_in_another_tools_folder_is_not_offered_for_downlo
     }
     catalog = Catalog(parse_catalog(json.dumps([raw]), "test"), "test")
     lmstudio = fake_home / ".lmstudio" / "models" / "publisher" / "repo"
-    local = link(starter_model_path, lmstudio / "smol-mirror.gguf")
+    local = link_model(starter_model_path, lmstudio / "smol-mirror.gguf")
     rows = list_models(Settings(), paths, catalog, ROOMY, home=fake_home)
     assert not [r for r in rows if r.source == "catalog"]  # already here: nothing to download
     (row,) = [r for r in rows if r.source == "lmstudio"]
@@ -105,7 +95,7 @@ def test_the_starter_is_the_research_model_until_another_is_chosen(
     with pytest.raises(ModelChoiceError, match="part of the installation"):
         removable_file(rows[0], paths)
 
-    downloaded = link(starter_model_path, paths.models_dir / "my-model.gguf")
+    downloaded = link_model(starter_model_path, paths.models_dir / "my-model.gguf")
     rows = list_models(Settings(), paths, load_catalog(environ={}), ROOMY, home=fake_home)
     mine = find_row(rows, "my-model.gguf")
     assert mine.source == "fathom" and not mine.in_use

@@ -5,7 +5,6 @@ test catalog (FATHOM_MODEL_CATALOG) whose model is the starter's real GGUF file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from fathom_process import MODULE, REPO, run_fathom
 from file_server import FileServer
+from model_files import file_sha256
 
 from app.core.paths import app_paths
 from app.core.settings import Settings, load_settings, replace_setting, save_settings
@@ -30,11 +30,7 @@ NOTE = (
 
 @pytest.fixture(scope="module")
 def starter_sha256(starter_model_path: Path) -> str:
-    digest = hashlib.sha256()
-    with starter_model_path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(starter_model_path)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ and nothing contacted outside this machine while the manager is open."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import socket
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 from file_server import FileServer
 from helpers import started_window
+from model_files import file_sha256
 from network_guard import NetworkGuard
 from PySide6.QtWidgets import QMessageBox
 
@@ -43,11 +43,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def starter_sha256(starter_model_path: Path) -> str:
-    digest = hashlib.sha256()
-    with starter_model_path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(starter_model_path)
 
 
 @pytest.fixture
