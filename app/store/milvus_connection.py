@@ -9,6 +9,7 @@ another process, and quieting the traceback it logs when that happens.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -107,6 +108,7 @@ def _check_engine_format(path: str) -> None:
         )
 
 
+@functools.cache
 def lite_major_version() -> int:
     """The installed Milvus Lite's major version: 2 is the native engine (Linux, macOS),
     3 the pure-Python one (every platform); 0 when it is not installed."""

@@ -154,6 +154,14 @@ def dense_dimension(description: dict[str, Any]) -> int:
     return 0
 
 
+# BM25's saturation and length normalisation, set rather than left to each engine's
+# default (the native Milvus Lite and servers: k1=1.2; Milvus Lite 3.x: k1=1.5), so a
+# library ranks the same on every engine. 1.2 / 0.75 are the usual (Lucene) values.
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_PARAMS: dict[str, Any] = {"bm25_k1": BM25_K1, "bm25_b": BM25_B}
+
+
 def create_indexes(
     client: Any,
     mname: str,
@@ -168,7 +176,7 @@ def create_indexes(
     if "dense" in fields:
         index.add_index("dense", metric_type="IP", **dense_index)
     if "sparse" in fields:
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS)
     # sync=False: pymilvus would otherwise poll AllocTimestamp, which Milvus Lite lacks.
     client.create_index(mname, index, timeout=timeout, sync=False)
 

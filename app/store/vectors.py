@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from app.core.models import Chunk, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.store.bm25_analyzer import ANALYZER, STOP_WORDS
+from app.store.engine_move import MoveReport, finish_move, lite3_database_to_move, live_rows, start_move
 from app.store.milvus_connection import connect, lite_major_version, release_lite, resolve_milvus_uri
 from app.store.milvus_schema import (
     OUTPUT_FIELDS,
@@ -64,11 +66,17 @@ __all__ = [
     "mismatch_message",
 ]
 
-# The dense index: AUTOINDEX is HNSW (faiss) in Milvus Lite and the server's own choice
-# on a server. Lite's default search breadth (ef=64) found 0.48 of the exact top 10 in
-# tests/bench (20k embedding-like rows); ef=256 finds 0.75-0.9 for a few ms more, next
-# to Lite's ~200 ms fixed cost per call at 100k rows. A server tunes its own AUTOINDEX.
-# (tests/bench/bench_search.py swaps DENSE_INDEX here to compare index types.)
+# The dense index, chosen for recall first (tests/bench/bench_search.py measures it):
+# - the native Milvus Lite 2.5 offers FLAT, IVF_FLAT and AUTOINDEX only, and its IVF
+#   and AUTOINDEX answer from an interim index whose breadth ignores nprobe: 0.39 of
+#   the exact top 10 at 100k embedding-like rows. FLAT is exact and, batched, about
+#   as fast as numpy's matrix product;
+# - Milvus Lite 3.x: AUTOINDEX is HNSW (faiss-cpu); its default breadth (ef=64) found
+#   0.48 of the exact top 10 at 20k rows, ef=256 0.75-0.9;
+# - a server tunes its own AUTOINDEX.
+# (the bench swaps these to compare index types.)
+NATIVE_DENSE_INDEX: dict[str, Any] = {"index_type": "FLAT", "params": {}}
+NATIVE_DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP", "params": {}}
 DENSE_INDEX: dict[str, Any] = {"index_type": "AUTOINDEX", "params": {}}
 DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP", "params": {"ef": 256}}
 SERVER_DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP"}
@@ -82,6 +90,9 @@ class VectorStore:
     All methods are blocking; async callers run them in an executor."""
 
     def __init__(self, uri: str, *, token: str = "", timeout: float | None = None) -> None:
+        # a library whose index Milvus Lite 3.x wrote, opened with the native engine
+        lite3 = lite3_database_to_move(uri)
+        self.moved: MoveReport | None = _move_from_lite3(lite3) if lite3 else None
         self._client, self.uri, self._lite_path = connect(uri, token)
         self._timeout = timeout
         self._write_lock = threading.RLock()
@@ -91,6 +102,10 @@ class VectorStore:
         self._unflushed: set[str] = set()
         self._closed = False
         self.indexes_rebuilt: list[str] = []  # Milvus collections whose unreadable indexes were rebuilt
+        self._native_lite = self.is_lite and lite_major_version() < 3
+        # the native Milvus Lite 2.5 fuses a batched hybrid search wrongly (each query after
+        # the first gets ranks counted across the batch), so hybrid is fused here instead
+        self._fuses_batches_wrongly = self._native_lite
 
     @classmethod
     def open(cls, settings: Settings, paths: AppPaths) -> VectorStore:
@@ -112,7 +127,7 @@ class VectorStore:
                 self._ensure_loaded(mname)
                 return
             create_milvus_collection(
-                self._client, name, dimension, embedding_model, dense_index=DENSE_INDEX, timeout=self._timeout
+                self._client, name, dimension, embedding_model, dense_index=self._dense_index(), timeout=self._timeout
             )
             with self._meta_lock:
                 self._models[name] = (embedding_model, dimension)
@@ -271,22 +286,8 @@ class VectorStore:
             if vectors is None or len(vectors) != len(queries):
                 raise StoreError(f"Search mode '{mode}' needs one vector per query.")
             dense = unit_vectors(vectors, dim).tolist()
-        if mode == "hybrid" and len(queries) > 1 and self.is_lite and lite_major_version() < 3:
-            # the native Milvus Lite 2.5 fuses a batched hybrid search wrongly (each query
-            # after the first gets ranks counted across the batch): one call per query
-            return [
-                self.search(
-                    name,
-                    [query],
-                    [dense[i]],
-                    mode=mode,
-                    top_k=top_k,
-                    doc_ids=doc_ids,
-                    path_prefix=path_prefix,
-                    candidates=candidates,
-                )[0]
-                for i, query in enumerate(queries)
-            ]
+        from pymilvus import MilvusException
+
         try:
             return search_collection(
                 self._client,
@@ -300,8 +301,9 @@ class VectorStore:
                 candidates=candidates,
                 dense_search=self._dense_search(),
                 timeout=self._timeout,
+                fuse_here=self._fuses_batches_wrongly,
             )
-        except Exception:
+        except MilvusException:
             # Milvus Lite 2.5 cannot score BM25 over no rows at all ("Invalid sparse row:
             # NaN or Inf value"); an empty collection simply finds nothing
             if mode != "dense" and self.count(name) == 0:
@@ -360,8 +362,13 @@ class VectorStore:
 
     # -- helpers ----------------------------------------------------------------
 
+    def _dense_index(self) -> dict[str, Any]:
+        return NATIVE_DENSE_INDEX if self._native_lite else DENSE_INDEX
+
     def _dense_search(self) -> dict[str, Any]:
-        return DENSE_SEARCH if self.is_lite else SERVER_DENSE_SEARCH
+        if not self.is_lite:
+            return SERVER_DENSE_SEARCH
+        return NATIVE_DENSE_SEARCH if self._native_lite else DENSE_SEARCH
 
     def _require(self, name: str) -> str:
         mname = milvus_name(name)
@@ -402,7 +409,7 @@ class VectorStore:
         # index cannot be dropped, "no index to drop"); a rebuilt dense index is read afresh.
         if "dense" in self._client.list_indexes(mname):
             self._client.drop_index(mname, "dense", timeout=self._timeout)
-        create_indexes(self._client, mname, dense_index=DENSE_INDEX, timeout=self._timeout, fields=("dense",))
+        create_indexes(self._client, mname, dense_index=self._dense_index(), timeout=self._timeout, fields=("dense",))
 
     def _query_all(self, mname: str, expr: str, fields: list[str] | None = None) -> Iterator[dict[str, Any]]:
         """Every row matching ``expr`` (servers cap one query at 16384 rows)."""
@@ -423,3 +430,24 @@ class VectorStore:
                     yield dict(row)
         finally:
             iterator.close()
+
+
+def _move_from_lite3(path: str) -> MoveReport:
+    """Write the rows of Milvus Lite 3.x's database at ``path`` into a native one, and
+    put it in its place (:mod:`app.store.engine_move`)."""
+    started = time.perf_counter()
+    moving, collections = start_move(path)
+    report = MoveReport()
+    with VectorStore(moving) as store:
+        for collection in collections:
+            store.ensure_collection(collection.name, collection.dimension, collection.embedding_model)
+            moved = 0
+            for chunks, vectors in live_rows(collection):
+                store.insert(collection.name, chunks, vectors)
+                moved += len(chunks)
+            store.flush(collection.name)
+            report.collections[collection.name] = moved
+    report.backup = finish_move(path)
+    report.seconds = time.perf_counter() - started
+    log.info("%s", report.describe())
+    return report

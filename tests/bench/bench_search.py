@@ -1,13 +1,22 @@
 """Search latency of the vector store on Milvus Lite, against numpy brute force.
 
-    .venv/bin/python tests/bench/bench_search.py [--sizes 10000 100000] [--calls 20]
+    .venv/bin/python tests/bench/bench_search.py [--sizes 10000 100000] [--calls 20] [--also PYTHON]
+
+``--also PYTHON`` runs the same bench, size by size, in another environment's
+interpreter too (e.g. one with the other Milvus Lite engine: the native 2.5 and the
+pure-Python 3.x cannot share one), and ends with one table of both engines and numpy
+side by side: each engine's row next to the numpy figures of its own process.
 
 For each corpus size: dense, BM25 and hybrid (RRF) search through
 ``app.store.vectors.VectorStore`` (the code the app runs, chunk fields fetched),
 one query per call and 8 queries in one call, p50/p95 per call and per
 sub-query; then the same searches done by numpy in the same process on the same
 data: a matrix product for dense, a vectorised inverted index with the same
-analyzer and BM25 formula for BM25, and the same RRF for hybrid.
+analyzer and BM25 formula for BM25, and the same RRF for hybrid. Agreement: the
+share of the exact top 10 (numpy) that the engine returns; numpy cuts words and
+scores as Milvus does (a query word counts as often as the query repeats it), so
+what is left is each engine's own approximation (ANN for dense, statistics kept per
+segment for BM25).
 
 The corpus: real text (paragraphs of ../shared/data/milvus-docs and the MuSiQue
 corpus; past that, each row joins halves of two random real paragraphs, so the
@@ -30,10 +39,11 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +55,8 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from app.core.models import Chunk  # noqa: E402
 from app.store import vectors  # noqa: E402
+from app.store.milvus_connection import lite_major_version  # noqa: E402
+from app.store.milvus_schema import BM25_B, BM25_K1  # noqa: E402
 from app.store.vectors import STOP_WORDS, VectorStore  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests"))
@@ -54,7 +66,9 @@ DATA = shared_data_dir()
 DIM = 384
 BATCH = 8
 TOP_K = 10
-WORD = re.compile(r"\w+", re.UNICODE)
+# words as both Milvus Lite engines' standard tokenizer cuts them: runs of letters and
+# digits ("love's" is love + s, "u.s." u + s, "2.5" 2 + 5, "a_b" a + b)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 # -- corpus -----------------------------------------------------------------------
@@ -108,7 +122,7 @@ def embedding_like_rows(texts: list[str], n: int, real: int, rng: np.random.Gene
 
 
 class NumpyBM25:
-    """BM25 (k1=1.5, b=0.75, Milvus' formula) over postings held as numpy arrays."""
+    """BM25 (Milvus' formula, Fathom's k1 and b) over postings held as numpy arrays."""
 
     def __init__(self, texts: list[str]) -> None:
         stop = set(STOP_WORDS)
@@ -126,7 +140,7 @@ class NumpyBM25:
             ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
             tf = np.fromiter(docs.values(), dtype=np.float32, count=len(docs))
             idf = math.log((self.n - len(docs) + 0.5) / (len(docs) + 0.5) + 1.0)
-            norm = tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * lengths[ids] / avgdl))
+            norm = tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * lengths[ids] / avgdl))
             self.terms[term] = (ids, (idf * norm).astype(np.float32))
         self.stop = stop
 
@@ -134,10 +148,10 @@ class NumpyBM25:
         out = []
         for q in queries:
             scores = np.zeros(self.n, dtype=np.float32)
-            for t in set(WORD.findall(q.lower())) - self.stop:
+            for t, times in Counter(w for w in WORD.findall(q.lower()) if w not in self.stop).items():
                 hit = self.terms.get(t)
                 if hit is not None:
-                    scores[hit[0]] += hit[1]
+                    scores[hit[0]] += times * hit[1]
             top = np.argpartition(-scores, k)[:k]
             top = top[np.argsort(-scores[top])]
             out.append(top[scores[top] > 0])
@@ -222,7 +236,8 @@ def bench_size(
         inserted = time.perf_counter() - start
         store.flush("bench")
     written = time.perf_counter() - start
-    size_mb = sum(f.stat().st_size for f in Path(uri).rglob("*") if f.is_file()) / 1e6
+    files = [Path(uri)] if Path(uri).is_file() else [f for f in Path(uri).rglob("*") if f.is_file()]
+    size_mb = sum(f.stat().st_size for f in files) / 1e6
     print(
         f"\n== {n:,} chunks: insert {inserted:.1f} s, + flush/index {written - inserted:.1f} s "
         f"({n / written:,.0f} rows/s), {size_mb:.0f} MB on disk",
@@ -233,7 +248,9 @@ def bench_size(
     start = time.perf_counter()
     store = VectorStore(uri)
     assert store.count("bench") == n
-    print(f"  reopen + load_collection + count: {time.perf_counter() - start:.2f} s")
+    opened = time.perf_counter() - start
+    print(f"  reopen + load_collection + count: {opened:.2f} s")
+    results["open"] = {"seconds": opened, "insert_rows_per_s": n / written, "mb_on_disk": size_mb}
     try:
         for mode in ("dense", "bm25", "hybrid"):
             for batch in (1, BATCH):
@@ -317,20 +334,27 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--random-vectors", action="store_true", help="uniform random vectors (ANN worst case)")
     parser.add_argument("--real", type=int, default=1000, help="rows with real embeddings (default 1000)")
-    parser.add_argument("--dense-index", default=vectors.DENSE_INDEX["index_type"], help="e.g. HNSW, FLAT, IVF_FLAT")
+    parser.add_argument("--dense-index", help="e.g. FLAT, IVF_FLAT, HNSW (default: Fathom's choice per engine)")
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="PYTHON", help="run it in this interpreter too, side by side"
+    )
     args = parser.parse_args()
+    if args.also:
+        return compare(args)
 
     from importlib.metadata import version
 
-    vectors.DENSE_INDEX = {**vectors.DENSE_INDEX, "index_type": args.dense_index}
-    dense_index = f"{args.dense_index} {vectors.DENSE_INDEX.get('params', {})}"
+    native = 0 < lite_major_version() < 3
+    name = "NATIVE_DENSE_INDEX" if native else "DENSE_INDEX"
+    if args.dense_index:
+        setattr(vectors, name, {**getattr(vectors, name), "index_type": args.dense_index})
+    chosen = getattr(vectors, name)
+    dense_index = f"{chosen['index_type']} {chosen.get('params', {})}"
     engine = version("milvus-lite")
-    if args.dense_index == "AUTOINDEX" and int(engine.split(".")[0]) >= 3:
+    if chosen["index_type"] == "AUTOINDEX" and not native:
         from milvus_lite.index.factory import is_faiss_available
 
         dense_index += " = HNSW (faiss-cpu)" if is_faiss_available() else " = BRUTE_FORCE (no faiss-cpu)"
-    elif args.dense_index == "AUTOINDEX":
-        dense_index += " (the native engine's own choice)"
     print(f"Milvus Lite {engine}, pymilvus {version('pymilvus')}")
     kind = "uniform random" if args.random_vectors else f"embedding-like ({args.real} real MiniLM rows + mixtures)"
     print(f"dense index: {dense_index}; vectors: {kind}; BM25 analyzer: {vectors.ANALYZER['tokenizer']}")
@@ -343,8 +367,70 @@ def main() -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        args.json.write_text(json.dumps({"dense_index": dense_index, "figures": figures}, indent=1))
+        args.json.write_text(
+            json.dumps({"engine": f"Milvus Lite {engine}", "dense_index": dense_index, "figures": figures}, indent=1)
+        )
     return 0
+
+
+# -- side by side ------------------------------------------------------------------------
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Each size in this interpreter and in each ``--also`` one, one after the other
+    (never two at once: they would share the cores), then one table."""
+    pythons = [sys.executable, *args.also]
+    runs: dict[str, list[dict[str, object]]] = {}
+    workdir = Path(tempfile.mkdtemp(prefix="fathom-bench-compare-"))
+    passed = ["--calls", str(args.calls), "--seed", str(args.seed), "--real", str(args.real)]
+    passed += ["--random-vectors"] if args.random_vectors else []
+    passed += ["--dense-index", args.dense_index] if args.dense_index else []
+    try:
+        for n in args.sizes:
+            for i, python in enumerate(pythons):
+                out = workdir / f"{n}-{i}.json"
+                print(f"\n### {n:,} chunks with {python}", flush=True)
+                command = [python, __file__, "--sizes", str(n), "--json", str(out), *passed]
+                subprocess.run(command, check=True)
+                runs.setdefault(str(n), []).append(json.loads(out.read_text()))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_table(runs)
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
+    return 0
+
+
+def print_table(runs: dict[str, list[dict[str, object]]]) -> None:
+    """Markdown: per size, each engine's row and the numpy row of the same process."""
+    print(
+        "\n| chunks | search | dense top-10 agreement | BM25 top-10 agreement | hybrid, 1 query p50 / p95 ms "
+        "| hybrid per sub-query (8 per call) p50 / p95 ms | dense per sub-query | BM25 per sub-query | open s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def cell(figures: dict[str, dict[str, float]], key: str, both: bool = True) -> str:
+        row = figures[key]
+        if not both:
+            return f"{row['subquery_p50_ms']:.1f}"
+        return f"{row['subquery_p50_ms']:.1f} / {row['subquery_p95_ms']:.1f}"
+
+    for n, engines in runs.items():
+        for run in engines:
+            figures = run["figures"][n]  # type: ignore[index]
+            agree = figures["agreement"]
+            label = f"{run['engine']} ({run['dense_index']})"
+            print(
+                f"| {int(n):,} | {label} | {agree['dense_overlap_at_10']:.2f} | {agree['bm25_overlap_at_10']:.2f} "
+                f"| {cell(figures, 'milvus_lite/hybrid/1')} | {cell(figures, f'milvus_lite/hybrid/{BATCH}')} "
+                f"| {cell(figures, f'milvus_lite/dense/{BATCH}', False)} "
+                f"| {cell(figures, f'milvus_lite/bm25/{BATCH}', False)} | {figures['open']['seconds']:.2f} |"
+            )
+            print(
+                f"| {int(n):,} | numpy brute force (same process) | 1 | 1 | {cell(figures, 'numpy/hybrid/1')} "
+                f"| {cell(figures, f'numpy/hybrid/{BATCH}')} | {cell(figures, f'numpy/dense/{BATCH}', False)} "
+                f"| {cell(figures, f'numpy/bm25/{BATCH}', False)} | |"
+            )
 
 
 if __name__ == "__main__":

@@ -81,6 +81,26 @@ def test_many_queries_in_one_call_match_one_query_per_call(store: VectorStore, e
     assert len({tuple(_ids(hits)) for hits in batched}) == len(queries)  # each query got its own answer
 
 
+def test_hybrid_is_the_reciprocal_rank_fusion_of_dense_and_bm25(
+    store: VectorStore, embedder: OnnxMiniLMEmbedder
+) -> None:
+    """Whoever fuses (Milvus, or Fathom where the engine fuses a batch wrongly), a hybrid
+    result is RRF (k=60, ranks from 1) over the dense and BM25 lists, each 20 long."""
+    queries = [SCHISM_QUERY, PARTITION_QUERY, "peer-reviewed journal of mathematical physics"]
+    vectors = embedder.embed(queries)
+    hybrid = store.search(COLLECTION, queries, vectors, mode="hybrid", top_k=5, candidates=20)
+    dense = store.search(COLLECTION, queries, vectors, mode="dense", top_k=20)
+    bm25 = store.search(COLLECTION, queries, vectors, mode="bm25", top_k=20)
+
+    for fused, by_dense, by_bm25 in zip(hybrid, dense, bm25, strict=True):
+        expected: dict[str, float] = {}
+        for hits in (by_dense, by_bm25):
+            for rank, hit in enumerate(hits, start=1):
+                expected[hit.chunk.chunk_id] = expected.get(hit.chunk.chunk_id, 0.0) + 1 / (60 + rank)
+        assert [h.score for h in fused] == pytest.approx(sorted(expected.values(), reverse=True)[:5], rel=1e-4)
+        assert all(h.score == pytest.approx(expected[h.chunk.chunk_id], rel=1e-4) for h in fused)
+
+
 def test_filters_by_document_and_by_path_prefix(
     store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]
 ) -> None:
