@@ -19,6 +19,7 @@ from app.core.errors import FathomError
 
 SERVICE = "fathom"
 ENV_VAR = "FATHOM_API_KEY"
+MILVUS_TOKEN_VAR = "FATHOM_MILVUS_TOKEN"
 
 
 def _usable_keyring() -> object | None:
@@ -103,6 +104,23 @@ def get_api_key(base_url: str) -> str | None:
         if stored:
             return stored
     return os.environ.get(ENV_VAR) or None
+
+
+def get_milvus_token(uri: str) -> str:
+    """A Milvus server's token ("user:password" or an API key) for ``uri``: the keyring's
+    (service ``fathom``, the URI as user name), else ``FATHOM_MILVUS_TOKEN``; "" if none.
+    (Never ``FATHOM_API_KEY``: a model endpoint's key is not sent to Milvus.)"""
+    import keyring
+    import keyring.errors
+
+    if uri and _usable_keyring() is not None:
+        try:
+            stored = keyring.get_password(SERVICE, uri)
+        except keyring.errors.KeyringError:
+            stored = None
+        if stored:
+            return stored
+    return os.environ.get(MILVUS_TOKEN_VAR, "")
 
 
 def set_api_key(base_url: str, key: str) -> None:

@@ -4,7 +4,8 @@ A store URI that is a file path means Milvus Lite, run inside this process
 (one server per ``.db`` path); ``http(s)://host:19530`` means a Milvus server.
 What is particular to Milvus Lite's in-process server is kept here: releasing
 it when the last store on its path closes, recognising its data dir held by
-another process, and quieting the traceback it logs when that happens.
+another process, and quieting the traceback it logs when that happens. Of a
+server, the version it reports is asked once: BM25 keyword search needs 2.5.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import threading
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,6 +24,8 @@ from app.core.errors import StoreError, StoreLocked
 from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.store.lock import LOCKED_HINT, LOCKED_MESSAGE, is_locked_elsewhere
+
+log = logging.getLogger(__name__)
 
 
 def is_server_uri(uri: str) -> bool:
@@ -41,6 +46,7 @@ class MilvusConnection(NamedTuple):
     client: Any  # pymilvus.MilvusClient
     uri: str  # what the client connected to (a Lite path made absolute)
     lite_path: str | None  # the Milvus Lite file; None on a server
+    server_version: str = ""  # what a server says it is ("v2.3.5-lite"); "" on Milvus Lite
 
 
 def connect(uri: str, token: str) -> MilvusConnection:
@@ -49,8 +55,13 @@ def connect(uri: str, token: str) -> MilvusConnection:
     from pymilvus.exceptions import MilvusException
 
     lite_path: str | None = None
+    options: dict[str, Any] = {}
     if is_server_uri(uri):
         connect_uri = uri
+        # pymilvus shares one connection among the clients of one URI, and closing any of
+        # them closes it for all: each store of a server gets its own. (The stores of one
+        # Milvus Lite path share theirs, closed with the last of them: release_lite.)
+        options["alias"] = f"fathom-{uuid.uuid4().hex}"
     else:
         path = os.path.abspath(os.path.expanduser(uri))
         if not path.endswith(".db"):
@@ -64,12 +75,18 @@ def connect(uri: str, token: str) -> MilvusConnection:
         lite_path = path
     # Milvus Lite 2.5 removes its lock file when an open fails, so its lock is looked at
     # first (a POSIX record lock: one this process holds is not "elsewhere")
-    if lite_path is not None and is_locked_elsewhere(lite_lock_files(lite_path)[1], record_lock=True):
+    # (not when this process has the path open: closing any descriptor of a file drops
+    # every POSIX record lock the process holds on it, and the server stops with its lock)
+    if (
+        lite_path is not None
+        and not _LITE.holds(lite_path)
+        and is_locked_elsewhere(lite_lock_files(lite_path)[1], record_lock=True)
+    ):
         raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT)
     try:
         with warnings.catch_warnings():  # the native Milvus Lite imports pkg_resources, which warns
             warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
-            client = MilvusClient(uri=connect_uri, token=token)
+            client = MilvusClient(uri=connect_uri, token=token, **options)
     except MilvusException as exc:
         if lite_path is not None and _lite_locked_elsewhere(lite_path):
             raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT) from None
@@ -80,7 +97,49 @@ def connect(uri: str, token: str) -> MilvusConnection:
         ) from exc
     if lite_path is not None:
         _LITE.acquire(lite_path)
-    return MilvusConnection(client, connect_uri, lite_path)
+        return MilvusConnection(client, connect_uri, lite_path)
+    return MilvusConnection(client, connect_uri, None, _server_version(client))
+
+
+# -- a server's version -------------------------------------------------------------
+
+BM25_SINCE = (2, 5)  # Milvus' BM25 function (and so Fathom's keyword search) came in 2.5
+
+
+def _server_version(client: Any) -> str:
+    from pymilvus.exceptions import MilvusException
+
+    try:
+        return str(client.get_server_version() or "")
+    except MilvusException:  # a server that will not say is taken for a recent one
+        log.info("the Milvus server did not report its version", exc_info=True)
+        return ""
+
+
+def version_number(version: str) -> str:
+    """The release in a server's version text: "v2.3.5-lite" → "2.3.5" ("" when none)."""
+    found = re.search(r"\d+\.\d+(?:\.\d+)?", version)
+    return found.group(0) if found else ""
+
+
+def has_bm25(version: str) -> bool:
+    """Whether a server of ``version`` can score BM25 (an unknown version is taken for one that can)."""
+    number = version_number(version)
+    if not number:
+        return True
+    major, minor = (int(part) for part in number.split(".")[:2])
+    return (major, minor) >= BM25_SINCE
+
+
+def keyword_search_note(version: str) -> str:
+    """What to tell people searching a server of ``version``; "" when it has BM25."""
+    if has_bm25(version):
+        return ""
+    since = ".".join(str(part) for part in BM25_SINCE)
+    return (
+        f"This Milvus server ({version_number(version)}) has no BM25 keyword search "
+        f"(it needs Milvus {since} or later): searching by meaning only."
+    )
 
 
 def lite_lock_files(path: str) -> tuple[str, str]:
@@ -125,9 +184,11 @@ def _lite_locked_elsewhere(path: str) -> bool:
     return is_locked_elsewhere(folder_lock) or is_locked_elsewhere(file_lock, record_lock=True)
 
 
-def release_lite(path: str) -> None:
-    """The store on Milvus Lite file ``path`` that :func:`connect` opened is closed."""
-    _LITE.release(path)
+def release_lite(path: str, client: Any) -> None:
+    """A store on Milvus Lite file ``path`` that :func:`connect` opened is closing: its
+    ``client`` shares one connection with the path's other stores, so the connection is
+    closed, and the server released, with the last of them."""
+    _LITE.release(path, client)
 
 
 class _LiteServers:
@@ -142,11 +203,15 @@ class _LiteServers:
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
 
+    def holds(self, path: str) -> bool:
+        with self._lock:
+            return self._counts.get(path, 0) > 0
+
     def acquire(self, path: str) -> None:
         with self._lock:
             self._counts[path] = self._counts.get(path, 0) + 1
 
-    def release(self, path: str) -> None:
+    def release(self, path: str, client: Any) -> None:
         with self._lock:
             left = self._counts.get(path, 0) - 1
             if left > 0:
@@ -155,7 +220,10 @@ class _LiteServers:
             self._counts.pop(path, None)
             from milvus_lite.server_manager import server_manager_instance
 
-            server_manager_instance.release_server(path)
+            try:
+                client.close()
+            finally:
+                server_manager_instance.release_server(path)
 
 
 _LITE = _LiteServers()

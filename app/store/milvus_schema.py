@@ -2,10 +2,11 @@
 
 One Milvus collection per Fathom collection: the chunk's metadata as scalar
 fields, a dense vector field (unit vectors, inner product, so cosine) and a
-BM25 sparse field that Milvus fills from ``text`` with :mod:`app.store.bm25_analyzer`.
-The collection's properties record the Fathom name, the embedding model and
-dimension it was built with, and the schema version. There are no migrations
-yet: version ``1`` is the only layout there has been.
+BM25 sparse field that Milvus fills from ``text`` with :mod:`app.store.bm25_analyzer`
+(left out on a Milvus server older than 2.5, which has no BM25: such a collection
+is searched by meaning only). The collection's properties record the Fathom name,
+the embedding model and dimension it was built with, and the schema version. There
+are no migrations yet: version ``1`` is the only layout there has been.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ HEADING_SEPARATOR = "\x1f"  # unit separator: never part of a heading
 NO_PAGE = -1
 MAX_VARCHAR = 65_535  # bytes, Milvus' varchar ceiling
 ID_MAX = 512
+KEYWORD_FIELD = "sparse"  # BM25's sparse vectors, which Milvus computes from ``text``
 OUTPUT_FIELDS = ["chunk_id", "doc_id", "collection", "path", "title", "headings", "page", "chunk_no", "text"]
 
 
@@ -81,8 +83,10 @@ def create_milvus_collection(
     *,
     dense_index: dict[str, Any],
     timeout: float | None,
+    keyword_search: bool = True,
 ) -> None:
-    """Create the Milvus collection of Fathom collection ``name``, with its indexes."""
+    """Create the Milvus collection of Fathom collection ``name``, with its indexes;
+    ``keyword_search`` False: without the BM25 sparse field (a server older than 2.5)."""
     from pymilvus import DataType, Function, FunctionType, MilvusClient
 
     if dimension <= 0:
@@ -101,31 +105,37 @@ def create_milvus_collection(
     schema.add_field("headings", DataType.VARCHAR, max_length=MAX_VARCHAR)
     schema.add_field("page", DataType.INT64)
     schema.add_field("chunk_no", DataType.INT64)
-    schema.add_field(
-        "text",
-        DataType.VARCHAR,
-        max_length=MAX_VARCHAR,
-        enable_analyzer=True,
-        analyzer_params=ANALYZER,
-    )
+    analyzer: dict[str, Any] = {"enable_analyzer": True, "analyzer_params": ANALYZER} if keyword_search else {}
+    schema.add_field("text", DataType.VARCHAR, max_length=MAX_VARCHAR, **analyzer)
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
-    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-    schema.add_function(
-        Function(
-            name="text_bm25",
-            function_type=FunctionType.BM25,
-            input_field_names=["text"],
-            output_field_names=["sparse"],
+    if keyword_search:
+        schema.add_field(KEYWORD_FIELD, DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name="text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["text"],
+                output_field_names=[KEYWORD_FIELD],
+            )
         )
-    )
     mname = milvus_name(name)
     client.create_collection(
         mname,
         schema=schema,
         properties=metadata,
+        # a server otherwise answers from a view up to seconds old (Bounded): a chunk just
+        # written or deleted would be missed or found; Milvus Lite is always up to date
+        consistency_level="Strong",
         timeout=timeout,
     )
-    create_indexes(client, mname, dense_index=dense_index, timeout=timeout)
+    fields = ("dense", KEYWORD_FIELD) if keyword_search else ("dense",)
+    create_indexes(client, mname, dense_index=dense_index, timeout=timeout, fields=fields)
+
+
+def has_keyword_field(description: dict[str, Any]) -> bool:
+    """Whether a collection, from ``describe_collection``'s answer, has the BM25 field
+    (not one made on a Milvus server older than 2.5)."""
+    return any(field.get("name") == KEYWORD_FIELD for field in description.get("fields") or [])
 
 
 def collection_metadata(description: dict[str, Any]) -> dict[str, str]:
@@ -168,15 +178,15 @@ def create_indexes(
     *,
     dense_index: dict[str, Any],
     timeout: float | None,
-    fields: tuple[str, ...] = ("dense", "sparse"),
+    fields: tuple[str, ...] = ("dense", KEYWORD_FIELD),
 ) -> None:
     """The dense (embedding) and sparse (BM25) indexes of Milvus collection ``mname``
     (those of ``fields``)."""
     index = client.prepare_index_params()
     if "dense" in fields:
         index.add_index("dense", metric_type="IP", **dense_index)
-    if "sparse" in fields:
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS)
+    if KEYWORD_FIELD in fields:
+        index.add_index(KEYWORD_FIELD, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS)
     # sync=False: pymilvus would otherwise poll AllocTimestamp, which Milvus Lite lacks.
     client.create_index(mname, index, timeout=timeout, sync=False)
 

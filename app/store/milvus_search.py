@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from app.core.models import Hit
-from app.store.milvus_schema import OUTPUT_FIELDS, row_to_chunk, safe_text
+from app.store.milvus_schema import KEYWORD_FIELD, OUTPUT_FIELDS, row_to_chunk, safe_text
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "bm25")
@@ -98,13 +98,13 @@ def search_collection(
         pool = candidates or max(2 * top_k, 20)
         requests = [
             AnnSearchRequest(data=dense, anns_field="dense", param=dense_search, limit=pool, expr=expr or None),
-            AnnSearchRequest(data=texts, anns_field="sparse", param=BM25_SEARCH, limit=pool, expr=expr or None),
+            AnnSearchRequest(data=texts, anns_field=KEYWORD_FIELD, param=BM25_SEARCH, limit=pool, expr=expr or None),
         ]
         raw = client.hybrid_search(
             mname, requests, ranker=RRFRanker(RRF_K), limit=top_k, output_fields=OUTPUT_FIELDS, timeout=timeout
         )
     else:
-        data, field, params = (dense, "dense", dense_search) if mode == "dense" else (texts, "sparse", BM25_SEARCH)
+        data, field, params = (dense, "dense", dense_search) if mode == "dense" else (texts, KEYWORD_FIELD, BM25_SEARCH)
         raw = client.search(
             mname,
             data=data,

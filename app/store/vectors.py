@@ -15,6 +15,10 @@ The parts it is built from::
 
 Here: the collections' bookkeeping (loaded, unflushed, which model built them), the
 locks, and how the dense index is built and searched on Lite and on a server.
+
+A Milvus server older than 2.5 has no BM25: there collections are made without the
+keyword field, bm25 and hybrid searches are answered by meaning (dense), and
+``search_note`` says so (logged once when the store opens).
 """
 
 from __future__ import annotations
@@ -34,7 +38,14 @@ from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.store.bm25_analyzer import ANALYZER, STOP_WORDS
 from app.store.engine_move import MoveReport, finish_move, lite3_database_to_move, live_rows, start_move
-from app.store.milvus_connection import connect, lite_major_version, release_lite, resolve_milvus_uri
+from app.store.milvus_connection import (
+    connect,
+    has_bm25,
+    keyword_search_note,
+    lite_major_version,
+    release_lite,
+    resolve_milvus_uri,
+)
 from app.store.milvus_schema import (
     OUTPUT_FIELDS,
     PROP_DIM,
@@ -45,6 +56,7 @@ from app.store.milvus_schema import (
     create_indexes,
     create_milvus_collection,
     dense_dimension,
+    has_keyword_field,
     milvus_name,
     mismatch_message,
     row_to_chunk,
@@ -93,12 +105,18 @@ class VectorStore:
         # a library whose index Milvus Lite 3.x wrote, opened with the native engine
         lite3 = lite3_database_to_move(uri)
         self.moved: MoveReport | None = _move_from_lite3(lite3) if lite3 else None
-        self._client, self.uri, self._lite_path = connect(uri, token)
+        self._client, self.uri, self._lite_path, self.server_version = connect(uri, token)
+        # a server older than 2.5 has no BM25: its searches go by meaning only, and say so
+        self.keyword_search_available = self.is_lite or has_bm25(self.server_version)
+        self.search_note = "" if self.is_lite else keyword_search_note(self.server_version)
+        if self.search_note:
+            log.warning("%s", self.search_note)
         self._timeout = timeout
         self._write_lock = threading.RLock()
         self._meta_lock = threading.Lock()
         self._models: dict[str, tuple[str, int]] = {}
         self._loaded: set[str] = set()
+        self._keyword: dict[str, bool] = {}  # Milvus collection → has the BM25 field (servers)
         self._unflushed: set[str] = set()
         self._closed = False
         self.indexes_rebuilt: list[str] = []  # Milvus collections whose unreadable indexes were rebuilt
@@ -108,9 +126,10 @@ class VectorStore:
         self._fuses_batches_wrongly = self._native_lite
 
     @classmethod
-    def open(cls, settings: Settings, paths: AppPaths) -> VectorStore:
-        """The store the settings point at (default: Milvus Lite under the data dir)."""
-        return cls(resolve_milvus_uri(settings, paths))
+    def open(cls, settings: Settings, paths: AppPaths, *, token: str = "") -> VectorStore:
+        """The store the settings point at (default: Milvus Lite under the data dir);
+        ``token``: a server's, if it asks for one (from the keyring, never the settings file)."""
+        return cls(resolve_milvus_uri(settings, paths), token=token)
 
     @property
     def is_lite(self) -> bool:
@@ -127,10 +146,17 @@ class VectorStore:
                 self._ensure_loaded(mname)
                 return
             create_milvus_collection(
-                self._client, name, dimension, embedding_model, dense_index=self._dense_index(), timeout=self._timeout
+                self._client,
+                name,
+                dimension,
+                embedding_model,
+                dense_index=self._dense_index(),
+                timeout=self._timeout,
+                keyword_search=self.keyword_search_available,
             )
             with self._meta_lock:
                 self._models[name] = (embedding_model, dimension)
+                self._keyword[mname] = self.keyword_search_available
             self._ensure_loaded(mname)
 
     def check_model(self, name: str, embedding_model: str, dimension: int) -> None:
@@ -176,6 +202,7 @@ class VectorStore:
             with self._meta_lock:
                 self._models.pop(name, None)
                 self._loaded.discard(mname)
+                self._keyword.pop(mname, None)
             self._unflushed.discard(mname)
 
     # -- writing --------------------------------------------------------------
@@ -268,7 +295,9 @@ class VectorStore:
 
         Scores: dense → cosine similarity; bm25 → the BM25 score; hybrid →
         reciprocal-rank fusion (k=60) of the dense and BM25 lists, each
-        ``candidates`` long (default: max(2·top_k, 20)).
+        ``candidates`` long (default: max(2·top_k, 20)). A collection without BM25
+        (on a server older than 2.5) answers bm25 and hybrid by meaning: dense, with
+        its scores; a bm25 search there needs the queries' vectors too.
         """
         if mode not in SEARCH_MODES:
             raise StoreError(f"Unknown search mode '{mode}'.", "Use hybrid, dense or bm25.")
@@ -281,6 +310,14 @@ class VectorStore:
         if self.is_lite and mname in self._unflushed:
             self.flush(name)
         _, dim = self.collection_model(name)
+        if mode != "dense" and not self._has_keyword_field(name, mname):
+            if vectors is None:
+                raise StoreError(
+                    f"{self.search_note or self._no_keyword_note(name)} A keyword (bm25) search needs "
+                    "the queries' vectors here, to search by meaning instead.",
+                    "Search in hybrid or dense mode.",
+                )
+            mode = "dense"
         dense: list[list[float]] = []
         if mode != "bm25":
             if vectors is None or len(vectors) != len(queries):
@@ -349,10 +386,11 @@ class VectorStore:
         try:
             if self._unflushed:
                 self.flush()
-            self._client.close()
         finally:
-            if self._lite_path is not None:
-                release_lite(self._lite_path)
+            if self._lite_path is None:
+                self._client.close()
+            else:  # the connection is shared with the path's other stores: closed with the last
+                release_lite(self._lite_path, self._client)
 
     def __enter__(self) -> VectorStore:
         return self
@@ -369,6 +407,28 @@ class VectorStore:
         if not self.is_lite:
             return SERVER_DENSE_SEARCH
         return NATIVE_DENSE_SEARCH if self._native_lite else DENSE_SEARCH
+
+    def _has_keyword_field(self, name: str, mname: str) -> bool:
+        """Whether collection ``name`` has the BM25 field: always on Milvus Lite; on a
+        server, not when it was made on one older than 2.5 (even if upgraded since)."""
+        if self.is_lite:
+            return True
+        with self._meta_lock:
+            known = self._keyword.get(mname)
+        if known is None:
+            known = has_keyword_field(self._client.describe_collection(mname))
+            if not known and self.keyword_search_available:  # said once: the store's own note says the rest
+                log.warning("%s", self._no_keyword_note(name))
+            with self._meta_lock:
+                self._keyword[mname] = known
+        return known
+
+    @staticmethod
+    def _no_keyword_note(name: str) -> str:
+        return (
+            f"Collection '{name}' was made on a Milvus server without BM25 keyword search: it is searched "
+            "by meaning only. Re-index it to search it by keyword too."
+        )
 
     def _require(self, name: str) -> str:
         mname = milvus_name(name)

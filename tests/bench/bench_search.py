@@ -126,21 +126,25 @@ class NumpyBM25:
 
     def __init__(self, texts: list[str]) -> None:
         stop = set(STOP_WORDS)
-        postings: dict[str, dict[int, int]] = defaultdict(dict)
+        vocabulary: dict[str, int] = {}
+        term_ids: list[np.ndarray] = []
         lengths = np.zeros(len(texts), dtype=np.float32)
-        for i, text in enumerate(texts):
-            tokens = [t for t in WORD.findall(text.lower()) if t not in stop]
-            lengths[i] = len(tokens)
-            for t in tokens:
-                postings[t][i] = postings[t].get(i, 0) + 1
+        for i, text in enumerate(texts):  # word ids per text: flat arrays, not a dict per term (1M rows)
+            ids = [vocabulary.setdefault(t, len(vocabulary)) for t in WORD.findall(text.lower()) if t not in stop]
+            lengths[i] = len(ids)
+            term_ids.append(np.array(ids, dtype=np.int64))
+        doc_of = np.repeat(np.arange(len(texts), dtype=np.int64), lengths.astype(np.int64))
+        pairs, tf = np.unique(np.concatenate(term_ids) * len(texts) + doc_of, return_counts=True)
+        terms_sorted, docs_sorted = pairs // len(texts), pairs % len(texts)
+        bounds = np.searchsorted(terms_sorted, np.arange(len(vocabulary) + 1))
         self.n = len(texts)
         avgdl = float(lengths.mean()) or 1.0
         self.terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for term, docs in postings.items():
-            ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
-            tf = np.fromiter(docs.values(), dtype=np.float32, count=len(docs))
-            idf = math.log((self.n - len(docs) + 0.5) / (len(docs) + 0.5) + 1.0)
-            norm = tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * lengths[ids] / avgdl))
+        for term, t in vocabulary.items():
+            ids = docs_sorted[bounds[t] : bounds[t + 1]]
+            freq = tf[bounds[t] : bounds[t + 1]].astype(np.float32)
+            idf = math.log((self.n - len(ids) + 0.5) / (len(ids) + 0.5) + 1.0)
+            norm = freq * (BM25_K1 + 1) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * lengths[ids] / avgdl))
             self.terms[term] = (ids, (idf * norm).astype(np.float32))
         self.stop = stop
 

@@ -279,3 +279,26 @@ def test_a_search_index_cut_short_by_a_kill_is_rebuilt_from_the_rows(
         assert reopened.indexes_rebuilt == [milvus_name(COLLECTION)]
     with VectorStore(uri) as again:  # the rebuilt index is whole: no second rebuild
         assert again.count(COLLECTION) == len(chunks) and again.indexes_rebuilt == []
+
+
+def test_two_stores_on_one_file_close_one_at_a_time(tmp_path: Path, embedder: OnnxMiniLMEmbedder) -> None:
+    """Stores of one Milvus Lite file in one process share its server and connection:
+    opening the second must not drop the first's lock (the native server stops when its
+    lock goes), and closing one leaves the other working."""
+    uri = str(tmp_path / "milvus.db")
+    first = VectorStore(uri)
+    first.ensure_collection(COLLECTION, embedder.dimension, embedder.model_name)
+    chunk = Chunk("harbour-0", "harbour", COLLECTION, "/notes/harbour.md", "The tide tables live in a green ledger.")
+    first.insert(COLLECTION, [chunk], embedder.embed([chunk.text]))
+    first.flush(COLLECTION)
+    second = VectorStore(uri, timeout=30)
+    try:
+        assert second.count(COLLECTION) == 1
+        first.close()
+        (hits,) = second.search(COLLECTION, ["green ledger"], None, mode="bm25", top_k=1)
+        assert [h.chunk.chunk_id for h in hits] == ["harbour-0"]
+    finally:
+        first.close()
+        second.close()
+    with VectorStore(uri, timeout=30) as reopened:
+        assert reopened.count(COLLECTION) == 1
