@@ -50,20 +50,38 @@ class Stall:
 
 
 class StallMonitor:
-    def __init__(self) -> None:
+    """Ticks every ``TICK_MS`` on the GUI thread. With ``explain``, each tick also reads the
+    thread's CPU time and runqueue wait (:class:`_ThreadClock`), so :meth:`worst` can say
+    of the longest gaps whether the GUI thread computed (Python or Qt), waited for a CPU
+    (other processes on a loaded machine) or was blocked (the GIL held by a worker thread,
+    a lock, I/O)."""
+
+    def __init__(self, explain: bool = False) -> None:
         self.ticks: list[float] = []
+        self.clocks: list[tuple[float, float]] = []
+        self._clock: _ThreadClock | None = None
+        self._explain = explain
         self.timer = QTimer()
         self.timer.setInterval(TICK_MS)
-        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+        self.timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        self.ticks.append(time.perf_counter())
+        if self._clock is not None:
+            self.clocks.append(self._clock.read())
 
     def start(self) -> None:
-        self.ticks = [time.perf_counter()]
+        if self._explain and self._clock is None:
+            self._clock = _ThreadClock()
+        self.ticks = []
+        self.clocks = []
+        self._tick()
         self.timer.start()
 
     def stop(self) -> Stall | None:
         """Stop measuring (the time since the last tick counts as a gap); None if never started."""
         self.timer.stop()
-        self.ticks.append(time.perf_counter())  # a stall running up to now counts too
+        self._tick()  # a stall running up to now counts too
         gaps = sorted((b - a) * 1000 for a, b in itertools.pairwise(self.ticks))
         if not gaps:
             return None
@@ -75,6 +93,26 @@ class StallMonitor:
             seconds=self.ticks[-1] - self.ticks[0],
             over_50ms=sum(1 for g in gaps if g > 50),
         )
+
+    def worst(self, n: int = 5) -> list[tuple[float, float, str]]:
+        """The ``n`` longest gaps of the last measurement: (start, seconds since the measurement
+        began; its length in ms; what the GUI thread did meanwhile, when ``explain``)."""
+        if len(self.ticks) < 2:
+            return []
+        gaps = sorted(range(len(self.ticks) - 1), key=lambda i: self.ticks[i] - self.ticks[i + 1])[:n]
+        out = []
+        for i in gaps:
+            wall = (self.ticks[i + 1] - self.ticks[i]) * 1000
+            said = ""
+            if len(self.clocks) == len(self.ticks):
+                cpu = (self.clocks[i + 1][0] - self.clocks[i][0]) * 1000
+                wait = (self.clocks[i + 1][1] - self.clocks[i][1]) * 1000
+                said = (
+                    f"on a CPU {cpu:.0f} ms, waiting for one {wait:.0f} ms, "
+                    f"blocked {max(0.0, wall - cpu - wait):.0f} ms"
+                )
+            out.append((self.ticks[i] - self.ticks[0], wall, said))
+        return out
 
 
 # -- the loop guard of the window tests ----------------------------------------

@@ -33,14 +33,14 @@ _MARKS = {"indexed": "✓", "unchanged": "=", "skipped": "–", "failed": "✗",
 
 
 class ElidedRows(QStyledItemDelegate):
-    """Rows no wider than the list shows, so a long file name is elided in the middle
+    """Rows as wide as the list shows, so a long file name is elided in the middle
     (its end stays readable; the row's tooltip has the whole path) instead of cut off."""
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         hint = super().sizeHint(option, index)
         view = self.parent()
         if isinstance(view, QAbstractItemView):
-            return QSize(min(hint.width(), max(1, view.viewport().width())), hint.height())
+            return QSize(max(1, view.viewport().width()), hint.height())
         return hint
 
 
@@ -50,6 +50,9 @@ def elide_rows(rows: QListWidget) -> None:
     rows.setWordWrap(False)
     rows.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     rows.setResizeMode(QListView.ResizeMode.Adjust)  # laid out again (rows re-elided) when resized
+    # every row is one line as wide as the list: laid out from the first row's size, not by
+    # asking the delegate about each of the 400 rows each time a file is added (11 ms a file)
+    rows.setUniformItemSizes(True)
 
 
 class IngestProgressView:

@@ -3,8 +3,10 @@ one indexing (or re-index, re-scan, repair) that may run at a time, and what
 it last reported.
 
 Every call to the ``Library`` is awaited on the qasync loop (the Library runs
-its blocking work in executors); looking at dropped paths on disk goes
-through :func:`app.ui.tasks.run_blocking`. Questions to the user go through
+its blocking work in executors); looking at dropped paths on disk, and
+turning the catalog into the panel's rows, go through
+:func:`app.ui.tasks.run_blocking`. Refreshes run one at a time, and one asked
+for while another reads is answered by the next read (never by an older one). Questions to the user go through
 the ``confirm`` callable the view hands over; everything else it learns from
 the signals.
 """
@@ -22,8 +24,9 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import EmbeddingMismatch, FathomError
 from app.core.events import IngestEvent, IngestFinished, IngestProgress, IngestStarted
-from app.core.models import Collection, Document
+from app.core.models import Collection
 from app.ui.formatting import count
+from app.ui.library_model import CollectionRow, library_rows
 from app.ui.tasks import TaskKeeper, run_blocking
 
 if TYPE_CHECKING:
@@ -52,6 +55,12 @@ def collection_name_for(paths: Sequence[Path]) -> str:
     return name[:60]
 
 
+def _read_rows(library: Library, collections: list[Collection]) -> list[CollectionRow]:
+    """The panel's rows of ``collections`` (in a worker thread: a large library's documents
+    are listed as plain tuples by the catalog, in a few milliseconds; no Document is built)."""
+    return library_rows(collections, {c.name: library.catalog.document_rows(c.name) for c in collections})
+
+
 def _split_existing(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """(the paths that exist, those that do not)."""
     found = [p for p in paths if p.exists()]
@@ -59,7 +68,7 @@ def _split_existing(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 class LibraryController(QObject):
-    catalogChanged = Signal(list, dict)  # list[Collection], {collection name: list[Document]}
+    catalogChanged = Signal(list, list)  # list[Collection], list[CollectionRow] (the rows the panel shows)
     busyChanged = Signal()  # the library arrived, or an indexing or repair started or ended
     progressStarted = Signal(str)  # what is being done, until the first event says how much
     ingestEvent = Signal(object)  # IngestEvent
@@ -83,6 +92,9 @@ class LibraryController(QObject):
         self.indexing: list[IndexingState] = []  # the collections being indexed now (empty when idle)
         self._indexing_task: asyncio.Task[Any] | None = None
         self._indexing_stale = False
+        self._refreshing = asyncio.Lock()
+        self._refresh_asked = 0  # refreshes asked for so far
+        self._refresh_read = 0  # the last of them that a finished read answers
 
     # -- state ------------------------------------------------------------
     @property
@@ -92,8 +104,12 @@ class LibraryController(QObject):
     def set_library(self, library: Library | None) -> None:
         self._library = library
         if library is not None:
+            notes = [library.store.moved.describe()] if library.store.moved is not None else []
+            notes += [library.store.search_note] if library.store.search_note else []
             if library.recovery:
-                self._say(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
+                notes.append(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
+            if notes:
+                self._say(" ".join(notes), 0 if library.store.moved or library.store.search_note else MESSAGE_MS)
             self._tasks.start(self.refresh(), "refresh the library")
         self.busyChanged.emit()
 
@@ -142,15 +158,22 @@ class LibraryController(QObject):
 
     # -- catalog ----------------------------------------------------------
     async def refresh(self) -> None:
-        library = self._library
-        if library is None:
-            return
-        collections = await library.collections()
-        documents: dict[str, list[Document]] = {}
-        for collection in collections:
-            documents[collection.name] = await library.documents(collection.name)
-        self.collections = collections
-        self.catalogChanged.emit(collections, documents)
+        """Read the catalog and show it: the reading and the building of the rows run in
+        worker threads; the panel applies the rows a slice at a time."""
+        self._refresh_asked += 1
+        asked = self._refresh_asked
+        async with self._refreshing:
+            library = self._library
+            if library is None or self._refresh_read >= asked:  # a read that began after the ask answered it
+                return
+            reading = self._refresh_asked
+            collections = await library.collections()
+            rows = await run_blocking(_read_rows, library, collections, name="list the library")
+            if library is not self._library:  # another library was handed over meanwhile
+                return
+            self._refresh_read = reading
+            self.collections = collections
+            self.catalogChanged.emit(collections, rows)
 
     async def set_description(self, name: str, description: str) -> None:
         if self._library is None:

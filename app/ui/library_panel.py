@@ -1,6 +1,12 @@
 """The library panel: collections and documents, the drop zone, the buttons,
 and the ingest progress (:class:`IngestProgressView`).
 
+The collections and documents are a :class:`LibraryModel` in a tree view: the
+controller reads the catalog and builds the rows off the GUI thread, the model
+changes only what changed, a slice at a time (a library of 10,000 documents
+opens without freezing the window), and the view is shown a large
+collection's documents a few hundred at a time, more as it scrolls.
+
 It shows what its :class:`LibraryController` holds and forwards the user's
 actions to it; the questions (remove? re-index?) and the repair report are
 asked here, in boxes that never block the loop. The Library is handed over
@@ -15,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -26,32 +32,37 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QPushButton,
-    QTreeWidget,
-    QTreeWidgetItem,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
 
-from app.core.models import Collection, Document, DocumentStatus
+from app.core.models import Collection
 from app.ui.dialogs import ask_yes_no, show_message
 from app.ui.drop_zone import DropZone
-from app.ui.formatting import count, short_path
-from app.ui.ingest_progress import PATH_ROLE, IngestProgressView
+from app.ui.formatting import count
+from app.ui.ingest_progress import IngestProgressView
 from app.ui.library_controller import LibraryController
+from app.ui.library_model import (
+    DESCRIPTION_COLUMN,
+    DOC_ROLE,
+    INDEXING_ROLE,
+    KIND_ROLE,
+    NAME_ROLE,
+    PATH_ROLE,
+    CollectionRow,
+    LibraryModel,
+)
 from app.ui.tasks import TaskKeeper
-from app.ui.tooltips import plain_tooltip
 
 if TYPE_CHECKING:
     from app.ingest.indexing_state import IndexingState
     from app.ingest.library import Library
     from app.store.consistency import CheckResult
 
+__all__ = ["DOC_ROLE", "INDEXING_ROLE", "KIND_ROLE", "NAME_ROLE", "PATH_ROLE", "LibraryPanel", "repair_report"]
+
 NEW_COLLECTION = "(new collection named after the folder or file)"
-KIND_ROLE = Qt.ItemDataRole.UserRole + 1
-NAME_ROLE = Qt.ItemDataRole.UserRole + 2
-DOC_ROLE = Qt.ItemDataRole.UserRole + 3
-INDEXING_ROLE = Qt.ItemDataRole.UserRole + 5  # the row's indexing state, while it is being indexed
-_COLUMNS = ("Collection / document", "Documents", "Chunks", "Description")
 SHOWN_DRIFT = 12  # problems listed in the repair report; the rest are counted
 
 
@@ -72,23 +83,29 @@ class LibraryPanel(QWidget):
         title = QLabel("Library")
         title.setObjectName("panelTitle")
         self.state_label = QLabel("Opening the library…")
-        self.tree = QTreeWidget()
+        self.model = LibraryModel(self)
+        self.model.greyed = self.palette().brush(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+        self.model.descriptionEdited.connect(self._on_description_edited)
+        self.tree = QTreeView()
         self.tree.setObjectName("collectionsTree")
-        self.tree.setColumnCount(len(_COLUMNS))
-        self.tree.setHeaderLabels(list(_COLUMNS))
+        self.tree.setModel(self.model)
+        self.tree.setUniformRowHeights(True)  # one line a row: a view of 10,000 rows lays out fast
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # long names keep their end; the tooltip has all
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
+        header.setResizeContentsPrecision(0)  # fit the rows on screen, not the first 1,000 (each asks the model)
         header.setStretchLastSection(False)
         header.resizeSection(3, 110)
-        self.tree.itemDoubleClicked.connect(self._on_double_click)
-        self.tree.itemChanged.connect(self._on_item_changed)
-        self.tree.itemSelectionChanged.connect(self._update_enabled)
+        self.tree.doubleClicked.connect(self._on_double_click)
+        self.tree.selectionModel().selectionChanged.connect(self._update_enabled)
+        self.tree.verticalScrollBar().valueChanged.connect(self._fetch_in_sight)
+        self.model.shown.connect(self._fetch_in_sight)
 
         self.drop_zone = DropZone()
         self.drop_zone.pathsDropped.connect(self.add_paths)
@@ -189,54 +206,28 @@ class LibraryPanel(QWidget):
 
     def _selected(self) -> tuple[str, str, str] | None:
         """(kind, collection, doc_id) of the selected row."""
-        items = self.tree.selectedItems()
-        if not items:
+        index = self._selected_index()
+        if index is None:
             return None
-        item = items[0]
-        return (item.data(0, KIND_ROLE), item.data(0, NAME_ROLE), item.data(0, DOC_ROLE) or "")
+        return (index.data(KIND_ROLE), index.data(NAME_ROLE), index.data(DOC_ROLE) or "")
 
-    def top_items(self) -> list[QTreeWidgetItem]:
-        items = (self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount()))
-        return [item for item in items if item is not None]
+    def _selected_index(self) -> QModelIndex | None:
+        rows = self.tree.selectionModel().selectedRows()
+        return rows[0] if rows else None
 
-    def collection_item(self, name: str) -> QTreeWidgetItem | None:
-        return next((item for item in self.top_items() if item.data(0, NAME_ROLE) == name), None)
+    def collection_index(self, name: str) -> QModelIndex:
+        """Collection ``name``'s row (column 0); invalid when the panel does not list it."""
+        return self.model.collection_index(name)
+
+    def select(self, index: QModelIndex) -> None:
+        """Make ``index``'s row the current and selected one (as a click does)."""
+        self.tree.setCurrentIndex(index)
 
     # -- catalog ----------------------------------------------------------
-    def _show(self, collections: list[Collection], documents: dict[str, list[Document]]) -> None:
-        expanded = {item.data(0, NAME_ROLE) for item in self.top_items() if item.isExpanded()}
-        selected = self._selected()
-        self.tree.blockSignals(True)
-        self.tree.clear()
-        reselect: QTreeWidgetItem | None = None
-        for collection in collections:
-            top = QTreeWidgetItem(
-                [collection.name, f"{collection.documents:,}", f"{collection.chunks:,}", collection.description]
-            )
-            top.setData(0, KIND_ROLE, "collection")
-            top.setData(0, NAME_ROLE, collection.name)
-            top.setToolTip(3, "Double-click to edit the description (the research engine reads it to route questions)")
-            top.setFlags(top.flags() | Qt.ItemFlag.ItemIsEditable)
-            for doc in documents.get(collection.name, []):
-                status = doc.status.value if isinstance(doc.status, DocumentStatus) else str(doc.status)
-                child = QTreeWidgetItem([short_path(doc.path, 3), status, f"{doc.chunk_count:,}", doc.error])
-                child.setToolTip(0, plain_tooltip(doc.path))
-                child.setData(0, PATH_ROLE, doc.path)
-                if doc.error:
-                    child.setToolTip(3, plain_tooltip(doc.error))
-                child.setData(0, KIND_ROLE, "document")
-                child.setData(0, NAME_ROLE, collection.name)
-                child.setData(0, DOC_ROLE, doc.doc_id)
-                top.addChild(child)
-                if selected == ("document", collection.name, doc.doc_id):
-                    reselect = child
-            self.tree.addTopLevelItem(top)
-            top.setExpanded(collection.name in expanded)
-            if selected == ("collection", collection.name, ""):
-                reselect = top
-        if reselect is not None:
-            self.tree.setCurrentItem(reselect)
-        self.tree.blockSignals(False)
+    def _show(self, collections: list[Collection], rows: list[CollectionRow]) -> None:
+        """Show the catalog (the rows were built off the GUI thread; the model applies
+        them a slice at a time, keeping expansion and selection)."""
+        self.model.show(rows)
         current = self.target.currentText()
         self.target.blockSignals(True)
         self.target.clear()
@@ -245,59 +236,38 @@ class LibraryPanel(QWidget):
             self.target.addItem(collection.name)
         self.target.setCurrentText(current or NEW_COLLECTION)
         self.target.blockSignals(False)
-        self._show_indexing(self.controller.indexing)
         self._update_enabled()
         self.collectionsChanged.emit(collections)
+
+    def _fetch_in_sight(self) -> None:
+        """Show more documents of an expanded collection whose last row shown so far is in
+        sight (the view lays out a few hundred rows at a time, not a whole large collection)."""
+        area = self.tree.viewport().rect()
+        model = self.model
+        for name in model.collection_names():
+            index = model.collection_index(name)
+            if not self.tree.isExpanded(index) or not model.can_show_more(index):
+                continue
+            last = model.index(model.rowCount(index) - 1, 0, index)
+            if self.tree.visualRect(last).intersects(area):
+                model.show_more(index)
 
     def _show_indexing(self, states: list[IndexingState]) -> None:
         """Mark the collections being indexed (greyed, "Indexing — 12 of 40 documents"),
         adding the row of a new one; the others show their name again."""
-        by_name = {s.collection: s for s in states}
-        self.tree.blockSignals(True)  # not an edit of a description
-        try:
-            self._mark_indexing(by_name)
-        finally:
-            self.tree.blockSignals(False)
-
-    def _mark_indexing(self, by_name: dict[str, IndexingState]) -> None:
-        for name in by_name.keys() - {item.data(0, NAME_ROLE) for item in self.top_items()}:
-            top = QTreeWidgetItem([name, "", "", ""])
-            top.setData(0, KIND_ROLE, "collection")
-            top.setData(0, NAME_ROLE, name)
-            self.tree.addTopLevelItem(top)
-        for item in self.top_items():
-            name = item.data(0, NAME_ROLE)
-            state = by_name.get(name)
-            if state is None:
-                if item.data(0, INDEXING_ROLE):
-                    item.setData(0, INDEXING_ROLE, None)
-                    item.setText(0, name)
-                    item.setToolTip(0, "")
-                    for column in range(len(_COLUMNS)):
-                        item.setData(column, Qt.ItemDataRole.ForegroundRole, None)
-                continue
-            item.setData(0, INDEXING_ROLE, state.describe())
-            item.setText(0, f"{name} — {state.describe()}")
-            item.setToolTip(
-                0,
-                plain_tooltip(
-                    f"{name}: {state.describe()}. A search finds only the documents indexed so far; "
-                    "a research run over it says its results are partial."
-                ),
-            )
-            for column in range(len(_COLUMNS)):
-                item.setForeground(column, self.palette().brush(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text))
+        self.model.set_indexing({s.collection: s.describe() for s in states})
 
     # -- descriptions -----------------------------------------------------
-    def _on_double_click(self, item: QTreeWidgetItem, column: int) -> None:
-        if item.data(0, KIND_ROLE) == "collection" and column == 3 and self.controller.library is not None:
-            self.tree.editItem(item, 3)
+    def _on_double_click(self, index: QModelIndex) -> None:
+        if (
+            index.data(KIND_ROLE) == "collection"
+            and index.column() == DESCRIPTION_COLUMN
+            and self.controller.library is not None
+        ):
+            self.tree.edit(index)
 
-    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
-        if column != 3 or item.data(0, KIND_ROLE) != "collection":
-            return
-        description = self.controller.set_description(item.data(0, NAME_ROLE), item.text(3))
-        self._tasks.start(description, "save the description")
+    def _on_description_edited(self, name: str, text: str) -> None:
+        self._tasks.start(self.controller.set_description(name, text), "save the description")
 
     # -- adding documents -------------------------------------------------
     def choose_folder(self) -> None:
@@ -362,8 +332,8 @@ class LibraryPanel(QWidget):
                 if ok:
                     await c.remove_collection(collection)
             else:
-                item = self.tree.selectedItems()[0] if self.tree.selectedItems() else None
-                name = Path(item.data(0, PATH_ROLE) if item else doc_id).name
+                index = self._selected_index()
+                name = Path((index.data(PATH_ROLE) if index is not None else None) or doc_id).name
                 ok = await ask_yes_no(
                     self,
                     "Remove document",

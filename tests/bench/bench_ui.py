@@ -1,4 +1,5 @@
-"""Window benchmarks: event-loop stall while the library opens, while ingesting,
+"""Window benchmarks: event-loop stall while the library opens (a fresh one, and one
+of 10,000 documents: ``--big-library N``), while ingesting,
 during a research run, while a run stops, while a past run opens from History
 and while a report is exported to PDF; the time from launch to the window
 shown (cold and warm); and the longest silent gap of a research run in each
@@ -16,7 +17,12 @@ from the events' timestamps) and the status lines it showed.
 
 Stall: a 10 ms QTimer runs on the GUI thread (``tests/stall_monitor.py``); the
 gaps between its ticks are what a user feels. Reported: max and p99 of the
-gaps, and the median.
+gaps, and the median. Finding what stalls: ``FATHOM_BENCH_WATCHDOG=40`` lists,
+under each figure, the longest gaps over 40 ms with what the GUI thread did
+meanwhile (on a CPU: our code or Qt's; waiting for a CPU: other processes;
+blocked: mostly the GIL held by a worker thread) and where it was;
+``FATHOM_BENCH_SLOTS=1`` also times each dispatch of ``app/ui`` code and lists
+the slowest (it slows every Python call on the GUI thread a little).
 Launch: ``python -c "run_app()"`` with FATHOM_STARTUP_REPORT; the clock runs
 from process start to the "window shown" line. Cold: a fresh byte-code
 cache (every module compiled) and a fresh data dir; warm: the median of 5.
@@ -44,9 +50,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+from big_library import fill_library  # noqa: E402
 from locate_data import shared_data_dir  # noqa: E402
 from silent_gaps import longest_gap  # noqa: E402
-from stall_monitor import Stall, StallMonitor  # noqa: E402
+from stall_monitor import SlotTimer, Stall, StallMonitor  # noqa: E402
 
 SHARED = shared_data_dir()
 
@@ -97,7 +104,10 @@ def bench_launch(warm_runs: int = 5) -> None:
 
 
 class Watchdog:
-    """A thread that prints where the GUI thread is when a tick is late (``--watchdog``)."""
+    """A thread that notes where the GUI thread is while a tick is late
+    (``FATHOM_BENCH_WATCHDOG=1``: late by 150 ms; ``=40``: by 40 ms). :func:`report` then
+    lists the longest gaps with what the GUI thread did meanwhile (the monitor's
+    breakdown) and where it was (these samples)."""
 
     def __init__(self, monitor: StallMonitor, threshold_s: float = 0.15) -> None:
         import threading
@@ -105,32 +115,70 @@ class Watchdog:
         self.monitor = monitor
         self.threshold_s = threshold_s
         self.main_id = threading.get_ident()
-        self.seen: dict[str, int] = {}
+        self.samples: list[tuple[float, str]] = []  # (perf_counter, where)
         thread = threading.Thread(target=self._watch, daemon=True)
         thread.start()
 
     def _watch(self) -> None:
+        import threading
         import traceback
 
         while True:
-            time.sleep(self.threshold_s / 3)
+            time.sleep(min(0.005, self.threshold_s / 3))
             ticks = self.monitor.ticks
-            if not self.monitor.timer.isActive() or not ticks:
-                continue
-            if time.perf_counter() - ticks[-1] > self.threshold_s:
-                frame = sys._current_frames().get(self.main_id)
-                if frame is None:
+            try:
+                if not self.monitor.timer.isActive() or not ticks:
                     continue
-                stack = traceback.extract_stack(frame)[-6:]
-                key = " <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(stack))
-                if key not in self.seen:
-                    print(f"  [watchdog] GUI thread late {time.perf_counter() - ticks[-1]:.2f}s in: {key}", flush=True)
-                self.seen[key] = self.seen.get(key, 0) + 1
+            except RuntimeError:  # the timer is gone: the application is closing
+                return
+            now = time.perf_counter()
+            if now - ticks[-1] > self.threshold_s:
+                names = {t.ident: t.name for t in threading.enumerate()}
+                for ident, frame in sys._current_frames().items():
+                    if ident == threading.get_ident() or (ident != self.main_id and _idle(frame)):
+                        continue
+                    depth = 8 if ident == self.main_id else 4
+                    stack = traceback.extract_stack(frame)[-depth:]
+                    where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(stack))
+                    name = "GUI" if ident == self.main_id else names.get(ident, str(ident))
+                    self.samples.append((now, f"[{name}] {where}"))
+
+    def during(self, start: float, end: float) -> list[str]:
+        """Where the GUI thread was between these two times, most often first."""
+        seen: dict[str, int] = {}
+        for when, key in self.samples:
+            if start <= when <= end:
+                seen[key] = seen.get(key, 0) + 1
+        return [f"{n}× {key}" for key, n in sorted(seen.items(), key=lambda kv: -kv[1])]
+
+
+IDLE = {("threading.py", "wait"), ("thread.py", "_worker"), ("selectors.py", "select"), ("queue.py", "get")}
+
+
+def _idle(frame: Any) -> bool:
+    """A worker thread waiting for work (left out of the watchdog's samples)."""
+    return (Path(frame.f_code.co_filename).name, frame.f_code.co_name) in IDLE
+
+
+WATCHDOG: Watchdog | None = None
+SLOTS: SlotTimer | None = None  # FATHOM_BENCH_SLOTS=1: each dispatch of app/ui code timed (slows Python calls)
 
 
 def report(monitor: StallMonitor, label: str) -> Stall | None:
     stall = monitor.stop()
     print(f"{label}: {stall if stall is not None else 'no ticks'}", flush=True)
+    if WATCHDOG is not None and stall is not None:
+        base = monitor.ticks[0]
+        for at, ms, said in monitor.worst(5):
+            if ms < 1000 * WATCHDOG.threshold_s:
+                continue
+            print(f"  gap of {ms:.0f} ms at {at:.2f} s: {said}", flush=True)
+            for where in WATCHDOG.during(base + at, base + at + ms / 1000)[:8]:
+                print(f"      {where}", flush=True)
+    if SLOTS is not None:
+        for dispatch in sorted(SLOTS.slow, key=lambda d: -d.wall_ms)[:5]:
+            print(f"  slow dispatch: {dispatch}", flush=True)
+        SLOTS.slow.clear()
     return stall
 
 
@@ -208,13 +256,24 @@ def in_window(app: Any, tmp: Path, body: Callable[[Any], Awaitable[None]]) -> No
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def watched_monitor() -> StallMonitor:
+    """A stall monitor; with FATHOM_BENCH_WATCHDOG, one that explains its longest gaps."""
+    global WATCHDOG, SLOTS
+    watchdog = os.environ.get("FATHOM_BENCH_WATCHDOG")
+    monitor = StallMonitor(explain=bool(watchdog))
+    if watchdog:  # "1": late by 150 ms; a larger number: late by that many milliseconds
+        WATCHDOG = Watchdog(monitor, int(watchdog) / 1000 if int(watchdog) > 1 else 0.15)
+    if os.environ.get("FATHOM_BENCH_SLOTS") and SLOTS is None:
+        SLOTS = SlotTimer(blocked_ms=15, busy_ms=15)
+        SLOTS.start()
+    return monitor
+
+
 def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
     app = qt_app()
     tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
     source = docs_folder(tmp, files)
-    monitor = StallMonitor()
-    if os.environ.get("FATHOM_BENCH_WATCHDOG"):
-        Watchdog(monitor)
+    monitor = watched_monitor()
 
     async def main(window: Any) -> None:
         monitor.start()
@@ -259,6 +318,59 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
             await bench_export(window, monitor, tmp / "report.pdf")
         if screenshot is not None:
             await take_screenshot(window, screenshot)
+
+    in_window(app, tmp, main)
+
+
+def bench_big_library(documents: int) -> None:
+    """Open the window on a library of ``documents`` documents in three collections
+    (written straight into the catalog, ``tests/big_library.py``); the stall from
+    the window's start until the library panel lists every document."""
+    app = qt_app()
+    tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-big-"))
+    settings, paths = window_settings(tmp)
+    shares = {"archive": 0.7, "reports": 0.25, "notes": 0.05}
+    sizes = {name: int(documents * share) for name, share in shares.items()}
+    sizes["archive"] += documents - sum(sizes.values())
+    started = time.perf_counter()
+    written = fill_library(settings, paths, sizes)
+    print(f"  wrote {written:,} documents into the catalog in {time.perf_counter() - started:.1f} s", flush=True)
+    monitor = watched_monitor()
+
+    async def main(window: Any) -> None:
+        panel = window.library_panel
+        monitor.start()
+        started = time.perf_counter()
+        await window.start()
+        opened = time.perf_counter() - started
+
+        def listed() -> bool:
+            names = panel.model.collection_names()
+            return (
+                not panel.model.updating
+                and panel.model.document_count() == written
+                and all(panel.model.collection_index(n).siblingAtColumn(1).data() == f"{sizes[n]:,}" for n in sizes)
+                and set(names) == set(sizes)
+            )
+
+        await until(listed, 120)
+        shown = time.perf_counter() - started
+        report(monitor, f"library open with {written:,} documents (window start until the panel lists them all)")
+        print(
+            f"  library open after {opened:.2f} s, every document listed after {shown:.2f} s; "
+            f"{panel.model.slices} update slices, the longest {panel.model.longest_slice_ms:.1f} ms",
+            flush=True,
+        )
+        monitor.start()
+        archive = panel.collection_index("archive")
+        panel.tree.expand(archive)
+        await asyncio.sleep(0.3)
+        bar = panel.tree.verticalScrollBar()
+        for _ in range(5):  # scroll to the end of what is shown: more rows are shown each time
+            bar.setValue(bar.maximum())
+            await asyncio.sleep(0.1)
+        report(monitor, "expanding the largest collection and scrolling to its end five times")
+        print(f"  the view knows {panel.model.rowCount(archive):,} of its {sizes['archive']:,} documents", flush=True)
 
     in_window(app, tmp, main)
 
@@ -383,6 +495,9 @@ def main() -> None:
     parser.add_argument("--skip-research", action="store_true")
     parser.add_argument("--skip-launch", action="store_true")
     parser.add_argument("--skip-stall", action="store_true")
+    parser.add_argument(
+        "--big-library", type=int, default=10_000, help="open a library of N documents (0: skip)", metavar="N"
+    )
     parser.add_argument("--question", default="What is Milvus Lite and how do I install it?")
     parser.add_argument("--screenshot", type=Path, help="after the run, save a picture of the window here")
     parser.add_argument("--silence", action="store_true", help="only the longest silent gap of a run per mode")
@@ -395,6 +510,8 @@ def main() -> None:
         return
     if not args.skip_launch:
         bench_launch()
+    if args.big_library:
+        bench_big_library(args.big_library)
     if not args.skip_stall:
         bench_stall(args.files, not args.skip_research, args.question, args.screenshot)
 

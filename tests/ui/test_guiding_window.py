@@ -24,6 +24,7 @@ from app.core.paths import app_paths
 from app.research.engine import ResearchEngine
 from app.research.modes import USER_MODES
 from app.ui.library_controller import collection_name_for
+from app.ui.library_model import document_row, library_rows
 from app.ui.main_window import MAX_SIZE, WINDOW_STATE_FILE, MainWindow
 from app.ui.research_panel import MODES
 
@@ -37,6 +38,13 @@ REPORT = "Milvus is an open-source vector database built for similarity search [
 LONG_NAME = "a-very-long-file-name-" + "that-goes-on-and-on-" * 8 + "and-ends-here.pdf"
 
 
+class EmptyCatalog:
+    """The catalog of a :class:`StoredLibrary`: it lists no documents."""
+
+    def document_rows(self, collection: str) -> list[tuple[str, str, str, int, str]]:
+        return []
+
+
 class StoredLibrary(MemoryLibrary):
     """An in-memory library the window holds as its own (with collections as the catalog lists them)."""
 
@@ -44,6 +52,7 @@ class StoredLibrary(MemoryLibrary):
         super().__init__(list(chunks))
         self.listed = list(collections)
         self.recovery = None
+        self.catalog = EmptyCatalog()
         self.ingested: list[tuple[list[Path], str]] = []
 
     async def collections(self) -> list[Collection]:
@@ -272,14 +281,15 @@ def test_long_file_names_are_elided_in_the_middle_with_the_full_path_as_tooltip(
     document = Document(
         doc_id="d1", collection="docs", path=path, status=DocumentStatus.INDEXED, chunk_count=3, content_hash=""
     )
-    library.controller.catalogChanged.emit([Collection("docs", documents=1)], {"docs": [document]})
-    item = library.collection_item("docs")
-    assert item is not None and item.childCount() == 1
-    row = item.child(0)
-    item.setExpanded(True)
+    collections = [Collection("docs", documents=1)]
+    library.controller.catalogChanged.emit(collections, library_rows(collections, {"docs": [document_row(document)]}))
+    item = library.collection_index("docs")
+    assert item.isValid() and library.model.rowCount(item) == 1
+    row = library.model.index(0, 0, item)
+    library.tree.expand(item)
     assert library.tree.textElideMode() == Qt.TextElideMode.ElideMiddle
-    assert path in row.toolTip(0)
-    assert library.tree.visualItemRect(row).width() < library.tree.fontMetrics().horizontalAdvance(row.text(0))
+    assert path in row.data(Qt.ItemDataRole.ToolTipRole)
+    assert library.tree.visualRect(row).width() < library.tree.fontMetrics().horizontalAdvance(row.data())
 
     ingest = library.ingest
     ingest.start("Scanning for docs…")

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from helpers import drop_paths, make_docs_folder, started_window
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 
 from app.ingest.indexing_state import IndexingState
 from app.ui.library_panel import INDEXING_ROLE
@@ -35,12 +37,13 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
     seen: list[tuple[list[IndexingState], str, bool, str]] = []
 
     def look(states: list[IndexingState]) -> None:  # after the panel's own slot: what the row shows now
-        item = panel.collection_item("milvus_intro")
-        if item is not None:
-            greyed = item.foreground(0).color() == panel.palette().color(
-                panel.palette().ColorGroup.Disabled, panel.palette().ColorRole.Text
+        item = panel.collection_index("milvus_intro")
+        if item.isValid():
+            brush = item.data(Qt.ItemDataRole.ForegroundRole)
+            greyed = brush is not None and brush.color() == panel.palette().color(
+                QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text
             )
-            seen.append((states, item.text(0), greyed, item.toolTip(0)))
+            seen.append((states, item.data(), greyed, item.data(Qt.ItemDataRole.ToolTipRole)))
 
     panel.controller.indexingChanged.connect(look)
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as finished:
@@ -60,9 +63,11 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
 
     # the end: the row is the collection again, with the catalog's counts
     qtbot.waitUntil(lambda: not panel.controller.indexing, timeout=10_000)
-    qtbot.waitUntil(lambda: (item := panel.collection_item("milvus_intro")) is not None and item.text(1) == "5")
-    item = panel.collection_item("milvus_intro")
-    assert item is not None and item.text(0) == "milvus_intro" and not item.data(0, INDEXING_ROLE)
+    qtbot.waitUntil(lambda: panel.collection_index("milvus_intro").siblingAtColumn(1).data() == "5")
+    item = panel.collection_index("milvus_intro")
+    assert item.data() == "milvus_intro" and not item.data(INDEXING_ROLE)
+    assert item.data(Qt.ItemDataRole.ForegroundRole) is None
+    assert "partial" not in str(item.data(Qt.ItemDataRole.ToolTipRole))
 
     summary = panel.ingest.current_label
     assert "5 files indexed, 0 unchanged, 2 skipped (not a format Fathom reads), 0 failed" in summary.text()

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 from helpers import answer_confirmation, await_in_test, drop_paths, make_docs_folder, started_window
+from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtWidgets import QLineEdit
 
-from app.ui.library_panel import KIND_ROLE
+from app.ui.library_panel import KIND_ROLE, PATH_ROLE, LibraryPanel
 from app.ui.main_window import MainWindow
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -45,23 +47,23 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
         and len(panel.ingest.failures.item(0).text()) > 14
     )
     # the collection appears with the catalog's counts
-    qtbot.waitUntil(lambda: panel.collection_item("milvus_intro") is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.collection_index("milvus_intro").isValid(), timeout=10_000)
     library = window.services.library
     assert library is not None
     catalog = {c.name: c for c in await_in_test(qtbot, library.collections())}
 
     def counts_shown() -> bool:  # the row added while indexing gets its counts from the next read of the list
-        row = panel.collection_item("milvus_intro")
-        return row is not None and row.text(1) != ""
+        return cell(panel, "milvus_intro", 1) != "" and not panel.model.updating
 
     qtbot.waitUntil(counts_shown, timeout=10_000)
-    item = panel.collection_item("milvus_intro")
-    assert item is not None
-    assert item.text(1) == f"{catalog['milvus_intro'].documents:,}"
-    assert item.text(2) == f"{catalog['milvus_intro'].chunks:,}"
+    assert cell(panel, "milvus_intro", 1) == f"{catalog['milvus_intro'].documents:,}"
+    assert cell(panel, "milvus_intro", 2) == f"{catalog['milvus_intro'].chunks:,}"
     assert catalog["milvus_intro"].chunks > 5
     docs = await_in_test(qtbot, library.documents("milvus_intro"))
-    assert item.childCount() == len(docs) == 6
+    item = panel.collection_index("milvus_intro")
+    assert panel.model.rowCount(item) == len(docs) == 6
+    shown = {panel.model.index(row, 0, item).data(PATH_ROLE) for row in range(6)}
+    assert shown == {doc.path for doc in docs}  # every document row names its file (the source viewer opens it)
     # the research panel offers the collection as a scope
     assert "milvus_intro" in window.research_panel._scope_actions
     assert panel.add_button.isEnabled() and not panel.ingest.stop_button.isEnabled()
@@ -77,54 +79,71 @@ def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_
         entered, dropped = drop_paths(window, [folder])  # the whole window accepts drops too
         assert entered and dropped
     assert first.args[0].indexed == 2
-    qtbot.waitUntil(lambda: panel.collection_item("notes") is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.collection_index("notes").isValid(), timeout=10_000)
     library = window.services.library
     assert library is not None
+    panel.tree.expand(panel.collection_index("notes"))
 
-    # edit the description in place
-    item = panel.collection_item("notes")
-    assert item is not None
+    # edit the description in place: the view's editor, opened by a double-click on the cell
+    description = panel.collection_index("notes").siblingAtColumn(3)
+    panel.tree.scrollTo(description)
+    cell_rect = panel.tree.visualRect(description)
+    qtbot.mouseClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center())  # as a mouse does:
+    qtbot.mouseDClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center())  # a click first
+    (editor,) = [e for e in panel.tree.viewport().findChildren(QLineEdit) if e.isVisible()]
+    editor.setText("Milvus overview and limits")
     with qtbot.waitSignal(panel.collectionsChanged, timeout=10_000):  # saved, then the list reloaded
-        item.setText(3, "Milvus overview and limits")
-    reloaded = panel.collection_item("notes")
-    assert reloaded is not None and reloaded.text(3) == "Milvus overview and limits"
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+    assert cell(panel, "notes", 3) == "Milvus overview and limits"
     catalog = {c.name: c for c in await_in_test(qtbot, library.collections())}
     assert catalog["notes"].description == "Milvus overview and limits"
+    assert panel.tree.isExpanded(panel.collection_index("notes"))  # the reload kept the row open
 
     # re-scan after a file changed and one was deleted
     (folder / "overview.md").write_text("# Overview\n\nA changed page about Milvus.\n", encoding="utf-8")
     (folder / "limitations.md").unlink()
-    item = panel.collection_item("notes")
-    assert item is not None
-    panel.tree.setCurrentItem(item)
+    panel.select(panel.collection_index("notes"))
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as rescanned:
         panel.rescan_button.click()
     assert rescanned.args[0].indexed == 1 and rescanned.args[0].removed == 1
-    qtbot.waitUntil(lambda: (panel.collection_item("notes") or item).childCount() == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: documents_shown(panel, "notes") == ["overview.md"], timeout=10_000)
+    assert panel.tree.isExpanded(panel.collection_index("notes"))
 
     # remove the document (confirmation first; Cancel keeps it)
-    item = panel.collection_item("notes")
-    assert item is not None
-    doc_row = item.child(0)
-    assert doc_row.data(0, KIND_ROLE) == "document"
-    panel.tree.setCurrentItem(doc_row)
+    doc_row = panel.model.index(0, 0, panel.collection_index("notes"))
+    assert doc_row.data(KIND_ROLE) == "document"
+    panel.select(doc_row)
     panel.remove_button.click()
     assert "overview.md" in answer_confirmation(qtbot, panel, yes=False)
     qtbot.waitUntil(lambda: panel.remove_button.isEnabled(), timeout=10_000)
     assert len(await_in_test(qtbot, library.documents("notes"))) == 1
-    item = panel.collection_item("notes")
-    assert item is not None
-    panel.tree.setCurrentItem(item.child(0))
+    assert documents_shown(panel, "notes") == ["overview.md"]
+    panel.select(panel.model.index(0, 0, panel.collection_index("notes")))
     panel.remove_button.click()
     answer_confirmation(qtbot, panel, yes=True)
-    qtbot.waitUntil(lambda: (panel.collection_item("notes") or item).childCount() == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: documents_shown(panel, "notes") == [], timeout=10_000)
     assert await_in_test(qtbot, library.documents("notes")) == []
+    assert cell(panel, "notes", 1) == "0"
 
     # remove the collection
-    item = panel.collection_item("notes")
-    assert item is not None
-    panel.tree.setCurrentItem(item)
+    panel.select(panel.collection_index("notes"))
     panel.remove_button.click()
     assert "notes" in answer_confirmation(qtbot, panel, yes=True)
-    qtbot.waitUntil(lambda: panel.collection_item("notes") is None, timeout=10_000)
+    qtbot.waitUntil(lambda: not panel.collection_index("notes").isValid(), timeout=10_000)
     assert "notes" not in {c.name for c in await_in_test(qtbot, library.collections())}
+    assert panel.model.rowCount() == 0
+
+
+def cell(panel: LibraryPanel, collection: str, column: int) -> str:
+    """What collection ``collection``'s row shows in ``column`` ("" when it is not listed)."""
+    index = panel.collection_index(collection)
+    return str(index.siblingAtColumn(column).data() or "") if index.isValid() else ""
+
+
+def documents_shown(panel: LibraryPanel, collection: str) -> list[str]:
+    """The file names of ``collection``'s document rows, in order."""
+    parent = panel.collection_index(collection)
+    if not parent.isValid():
+        return []
+    rows = (panel.model.index(row, 0, parent) for row in range(panel.model.rowCount(parent)))
+    return [Path(index.data(PATH_ROLE)).name for index in rows if isinstance(index, QModelIndex)]

@@ -94,7 +94,7 @@ def _index(qtbot: Any, panel: LibraryPanel, docs: Path) -> None:
     assert finished.args[0].indexed == len(FILES)
     # the collection is listed while it is indexed too: wait for the ingest itself to end
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=10_000)
-    qtbot.waitUntil(lambda: panel.collection_item("notes") is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.collection_index("notes").isValid(), timeout=10_000)
 
 
 def _message_box(qtbot: Any, panel: LibraryPanel) -> QMessageBox:
@@ -154,9 +154,9 @@ def test_a_collection_built_with_another_model_is_offered_a_reindex(
 
     renamed = _open(qtbot, panel, _Renamed(minilm))  # the embedding model changed since
     try:
-        qtbot.waitUntil(lambda: panel.collection_item("notes") is not None, timeout=10_000)
+        qtbot.waitUntil(lambda: panel.collection_index("notes").isValid(), timeout=10_000)
         assert [c.name for c in await_in_test(qtbot, renamed.collections_needing_reindex())] == ["notes"]
-        panel.tree.setCurrentItem(panel.collection_item("notes"))
+        panel.select(panel.collection_index("notes"))
         with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000) as finished:
             panel.rescan_action.trigger()  # refused: another model built it; Fathom offers to re-index
             question = answer_confirmation(qtbot, panel, yes=True)
@@ -192,3 +192,27 @@ def test_what_a_crash_left_half_done_is_finished_and_said_at_start(
         assert again.status is DocumentStatus.INDEXED
     finally:
         _close(qtbot, panel, reopened)
+
+
+@pytest.mark.skipif(
+    __import__("app.store.milvus_connection", fromlist=["x"]).lite_major_version() >= 3,
+    reason="the native Milvus Lite moves a 3.x index (Linux, macOS)",
+)
+def test_an_index_from_milvus_lite_3_is_moved_and_said_and_the_panel_lists_it(
+    qtbot: Any, panel: LibraryPanel, minilm: OnnxMiniLMEmbedder
+) -> None:
+    import tarfile
+
+    home = app_paths().data_dir.parent  # FATHOM_HOME: the archive holds data/…
+    with tarfile.open(Path(__file__).parents[1] / "store" / "data" / "lite3-library.tar.gz") as tar:
+        tar.extractall(home, filter="data")  # a library an earlier Fathom wrote with Milvus Lite 3.x
+    with qtbot.waitSignal(panel.controller.statusMessage, timeout=60_000) as said:
+        library = _open(qtbot, panel, minilm)
+    try:
+        assert said.args[0].startswith("Moved the search index to the native Milvus Lite: 3 chunks in 2 collections")
+        assert said.args[1] == 0  # it stays until replaced
+        qtbot.waitUntil(lambda: panel.collection_index("quay").isValid(), timeout=10_000)
+        (hits,) = await_in_test(qtbot, library.search(["when did the gantry crane arrive"], collections=["harbour"]))
+        assert hits and hits[0].chunk.path.endswith("cranes.md")
+    finally:
+        _close(qtbot, panel, library)
