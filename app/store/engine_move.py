@@ -60,7 +60,8 @@ class MoveReport:
     def describe(self) -> str:
         return (
             f"Moved the search index to the native Milvus Lite: {self.chunks:,} chunks in "
-            f"{len(self.collections)} collections, in {self.seconds:.1f} s, without embedding anything again. "
+            f"{len(self.collections)} collection{'' if len(self.collections) == 1 else 's'}, in {self.seconds:.1f} s, "
+            "without embedding anything again. "
             f"The old index is kept at {self.backup}; delete it once Fathom works as before."
         )
 

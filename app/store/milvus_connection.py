@@ -71,6 +71,9 @@ def connect(uri: str, token: str) -> MilvusConnection:
             )
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         _check_engine_format(path)
+        # the native Milvus Lite's server logs with glog, by default INFO and WARNING files
+        # in the temp folder at every start: errors only (it inherits this environment)
+        os.environ.setdefault("GLOG_minloglevel", "2")
         connect_uri = path
         lite_path = path
     # Milvus Lite 2.5 removes its lock file when an open fails, so its lock is looked at

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -129,6 +130,8 @@ class VectorStore:
     def open(cls, settings: Settings, paths: AppPaths, *, token: str = "") -> VectorStore:
         """The store the settings point at (default: Milvus Lite under the data dir);
         ``token``: a server's, if it asks for one (from the keyring, never the settings file)."""
+        paths.log_dir.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("GLOG_log_dir", str(paths.log_dir))  # the native server's error log, if any
         return cls(resolve_milvus_uri(settings, paths), token=token)
 
     @property

@@ -6,7 +6,8 @@
 - ``run_controller.py``: a research run and what follows it (history, replay, export, sources), no window;
   ``run_presenter.py``: its events shown in the tree (``tree_model.py``, ``tree_adapter.py``), the report
   (``report_view.py``) and the table (``table_view.py``);
-- ``library_controller.py``: the library's state and actions; ``library_panel.py`` renders them,
+- ``library_controller.py``: the library's state and actions; ``library_panel.py`` renders them (its tree
+  from ``library_model.py``),
   ``ingest_progress.py`` shows an indexing, ``drop_zone.py`` takes dropped folders and files;
 - ``research_panel.py``, ``history_panel.py``, ``source_viewer.py`` (``file_opener.py``), ``find_bar.py``,
   ``banner.py``: the other panes;
