@@ -120,7 +120,8 @@ class OnnxMiniLMEmbedder:
     256, padded per batch, mean pooling over the attention mask, L2 normalisation.
 
     Loads lazily on first use. ``threads`` is onnxruntime's intra-op thread count
-    (1 by default: the ingest runs two workers, one core each, on one session).
+    (1 by default: the ingest runs one embedding thread per core on one session,
+    each a single-threaded run; no spinning thread pool takes time from the converter).
     """
 
     def __init__(

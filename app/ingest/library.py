@@ -35,6 +35,7 @@ from app.ingest.embedding_match import check_embedding_model
 from app.ingest.indexing_state import IndexingState
 from app.ingest.paths import absolute, display_path, is_under
 from app.ingest.pipeline.ingest_run import IngestPipeline
+from app.ingest.pipeline.machine import ingest_threads
 from app.ingest.retrieval import Retriever
 from app.store.catalog import Catalog
 from app.store.consistency import CheckResult, check_library
@@ -73,9 +74,9 @@ class Library:
         self._lock = lock
         self._embedder = embedder
         self._owns_embedder = embedder is None  # made here from the settings: closed here too
-        workers = max(1, settings.ingest.workers)
-        self._workers = workers
-        self._embed_executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fathom-embed")
+        self._threads = ingest_threads(settings.ingest.workers)  # 0: sized to the machine's cores
+        self._workers = self._threads.embed
+        self._embed_executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="fathom-embed")
         self._store_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-store")
         self._converters: ConversionPool | None = None
         self._retriever = Retriever(catalog, store, self.embedder, self._embed_executor)
@@ -102,7 +103,7 @@ class Library:
         catalog: Catalog | None = None
         try:
             catalog = Catalog(paths.catalog_file)
-            store = VectorStore.open(settings, paths)
+            store = VectorStore.open(settings, paths, token=_server_token(settings, paths))
         except BaseException:
             if catalog is not None:
                 catalog.close()
@@ -194,10 +195,9 @@ class Library:
                 max_tokens=chunk_token_limit(embedder.max_tokens, self.settings.ingest.chunk_max_tokens),
                 docling_artifacts_path=self.settings.ingest.docling_artifacts_path,
             )
-            # Conversion is ~10% of the CPU that embedding takes (Markdown, native PDF text):
-            # one converter per two embedding workers keeps the embedders fed.
-            converters = max(1, self._workers // 2)
-            self._converters = ConversionPool(config, workers=converters, kind=self._converter_kind)
+            # Conversion is ~12% of the CPU that embedding takes (Markdown, native PDF text):
+            # one converter per eight embedding threads keeps them fed (pipeline/machine.py).
+            self._converters = ConversionPool(config, workers=self._threads.converters, kind=self._converter_kind)
         return self._converters
 
     # -- collections ------------------------------------------------------------------
@@ -384,6 +384,15 @@ class Library:
     async def sample_chunks(self, collection: str, n: int = 8) -> list[Chunk]:
         """A spread of ``n`` chunks across the collection's documents."""
         return await self._retriever.sample_chunks(collection, n)
+
+
+def _server_token(settings: Settings, paths: AppPaths) -> str:
+    """A Milvus server's token from the keyring (or FATHOM_MILVUS_TOKEN); none for Milvus Lite."""
+    from app.llm.keys import get_milvus_token
+    from app.store.milvus_connection import is_server_uri, resolve_milvus_uri
+
+    uri = resolve_milvus_uri(settings, paths)
+    return get_milvus_token(uri) if is_server_uri(uri) else ""
 
 
 def _mark_interrupted_research(paths: AppPaths) -> int:

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import threading
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -80,11 +81,7 @@ def connect(uri: str, token: str) -> MilvusConnection:
     # first (a POSIX record lock: one this process holds is not "elsewhere")
     # (not when this process has the path open: closing any descriptor of a file drops
     # every POSIX record lock the process holds on it, and the server stops with its lock)
-    if (
-        lite_path is not None
-        and not _LITE.holds(lite_path)
-        and is_locked_elsewhere(lite_lock_files(lite_path)[1], record_lock=True)
-    ):
+    if lite_path is not None and not _LITE.holds(lite_path) and _held_by_another_server(lite_path):
         raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT)
     try:
         with warnings.catch_warnings():  # the native Milvus Lite imports pkg_resources, which warns
@@ -143,6 +140,22 @@ def keyword_search_note(version: str) -> str:
         f"This Milvus server ({version_number(version)}) has no BM25 keyword search "
         f"(it needs Milvus {since} or later): searching by meaning only."
     )
+
+
+ORPHAN_SERVER_WAIT_S = 10.0  # how long a native server left by a killed Fathom takes, at most, to stop
+
+
+def _held_by_another_server(path: str) -> bool:
+    """Whether the native Milvus Lite lock of ``path`` is held by another process, after
+    giving a server whose Fathom was killed the moment it takes to notice and stop (it
+    watches its Fathom's lock: a reopen right after a kill found it still there)."""
+    lock = lite_lock_files(path)[1]
+    deadline = time.monotonic() + ORPHAN_SERVER_WAIT_S
+    while is_locked_elsewhere(lock, record_lock=True):
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def lite_lock_files(path: str) -> tuple[str, str]:

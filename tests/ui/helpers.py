@@ -46,7 +46,7 @@ def drop_paths(widget: QWidget, paths: list[Path]) -> tuple[bool, bool]:
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     centre = widget.rect().center()
     enter = QDragEnterEvent(
-        QPointF(centre), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+        centre, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
     )
     QApplication.sendEvent(widget, enter)
     drop = QDropEvent(

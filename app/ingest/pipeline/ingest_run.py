@@ -2,16 +2,22 @@
 
 This module schedules the stages; each step lives in its own module:
 :mod:`.change_detection` (which files need work), :mod:`.embed_batches`,
-:mod:`.document_steps` (the writes), :mod:`.progress` (the events).
+:mod:`.document_steps` (the writes), :mod:`.progress` (the events),
+:mod:`.machine` (how many threads).
 
-Stages and where they run:
+Stages, all running at once, each handing on to the next through a queue:
 
 - scanning and hashing: a thread (file I/O);
 - conversion and chunking: :class:`~app.ingest.convert.worker_pool.ConversionPool`
-  worker processes (Docling holds the GIL), a few files in flight;
-- embedding: ``embed_workers`` threads (onnxruntime releases the GIL), chunks of
-  several files batched into one call;
-- catalog and Milvus writes: one store thread, so writes never interleave.
+  worker processes (Docling holds the GIL). They run ahead of the embedder: the
+  next files are converted while the current ones embed, until about two calls
+  per embedding thread wait (``LOOKAHEAD_CALLS``);
+- embedding: ``embed_workers`` threads (onnxruntime releases the GIL), each
+  call ``EMBED_BATCH`` chunks taken across file boundaries, a new call started
+  the moment a thread is free;
+- catalog and Milvus writes: one writer, on one store thread, so writes never
+  interleave; it takes every file embedded meanwhile in one transition (one
+  flush), while the embedding threads go on.
 
 The event loop only moves small objects between stages, so it stays free.
 
@@ -31,20 +37,27 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from app.core.events import IngestEvent
 from app.core.ids import make_doc_id
 from app.core.models import Document
+from app.ingest.convert.results import ConvertOutcome
+from app.ingest.convert.text_files import NO_TEXT
 from app.ingest.convert.worker_pool import ConversionPool
 from app.ingest.embedder import Embedder
-from app.ingest.file_errors import EMPTY_FILE, unreadable
+from app.ingest.file_errors import EMPTY_FILE, short_error, unreadable
 from app.ingest.paths import absolute, display_path
 from app.ingest.pipeline.change_detection import content_hash_of, duplicate_of, gone_documents, is_unchanged
 from app.ingest.pipeline.document_steps import DocumentSteps
-from app.ingest.pipeline.embed_batches import embed_batch, take_batch
+from app.ingest.pipeline.embed_batches import EMBED_BATCH, Batcher, EmbedCall, deliver
 from app.ingest.pipeline.job import Job
 from app.ingest.pipeline.progress import Progress
 from app.ingest.scan import ScannedFile, ScanResult, scan
 from app.store.ledger import Ledger
+
+LOOKAHEAD_CALLS = 2  # chunks converted ahead of the embedder: this many calls per embedding thread
+WRITE_GROUP = 64  # at most this many files in one write (one flush)
 
 
 class IngestPipeline:
@@ -88,8 +101,14 @@ class _Run:
         self.outbox: asyncio.Queue[IngestEvent | None] = asyncio.Queue()
         self.progress = Progress(collection, self.outbox.put_nowait)
         self.steps = DocumentSteps(pipeline.ledger, collection, pipeline.store_executor, self.progress)
-        self.ready: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=max(4, 2 * pipeline.converters.workers))
         self.claimed_hashes: dict[str, str] = {}  # content hash -> path indexed in this run
+        # a short call goes out only when a core would idle: fewer calls run than the cores the converters leave
+        self.batcher = Batcher(short_below=pipeline.embed_workers - pipeline.converters.workers)
+        self.lookahead = LOOKAHEAD_CALLS * EMBED_BATCH * pipeline.embed_workers  # chunks converted ahead
+        self.unconverted = 0  # files still to be converted (or being converted)
+        self.embedded: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=4 * WRITE_GROUP)
+        self.wake_embedder = asyncio.Event()  # a file converted, a call ended, or none left to convert
+        self.room_ahead = asyncio.Event()  # the embedder took chunks: the converter may go on
 
     async def events(self) -> AsyncGenerator[IngestEvent, None]:
         run_id = await self.steps.store(self.p.catalog.start_run, self.collection)
@@ -134,9 +153,14 @@ class _Run:
         for skipped in scanned.skipped:
             await self.steps.skipped(skipped.path, skipped.reason, known.get(skipped.path))
 
-        lanes = [asyncio.create_task(self._embed_lane(), name=f"ingest-embed-{i}") for i in range(self.p.embed_workers)]
-        producer = asyncio.create_task(self._produce_all(scanned.files, known, len(lanes)), name="ingest-produce")
-        tasks = [producer, *lanes]
+        jobs = await self._decide(scanned.files, known)
+        self.unconverted = len(jobs)
+        self.progress.work_known(len(jobs))
+        tasks = [
+            asyncio.create_task(self._convert_all(jobs), name="ingest-convert"),
+            asyncio.create_task(self._embed_stage(), name="ingest-embed"),
+            asyncio.create_task(self._write_stage(), name="ingest-write"),
+        ]
         try:
             # the first failure (a store or embedder error) stops everything, no stage left waiting
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -149,11 +173,9 @@ class _Run:
 
     # -- deciding what each file needs ----------------------------------------------
 
-    async def _produce(self, files: list[ScannedFile], known: dict[str, Document]) -> None:
-        """Hash files in order, settle the unchanged and duplicate ones, and send the
-        rest to conversion (a few in flight; results go to the embed lanes)."""
-        limit = asyncio.Semaphore(self.p.converters.workers + 1)
-        converting: set[asyncio.Task[None]] = set()
+    async def _decide(self, files: list[ScannedFile], known: dict[str, Document]) -> list[Job]:
+        """Hash files in order and settle the empty, unchanged and duplicate ones;
+        returns the files to convert."""
         jobs: list[Job] = []
         for scanned_file in files:
             path = display_path(scanned_file.path)
@@ -185,47 +207,108 @@ class _Run:
                     previous=previous,
                 )
             )
-        self.progress.work_known(len(jobs))
+        return jobs
+
+    # -- conversion, ahead of the embedder ----------------------------------------------
+
+    async def _convert_all(self, jobs: list[Job]) -> None:
+        """Convert ``jobs`` in order, a file queued behind each worker's, while fewer
+        than ``lookahead`` converted chunks wait for the embedder."""
+        slots = asyncio.Semaphore(self.p.converters.workers + 1)
+        converting: set[asyncio.Task[None]] = set()
+        failures: list[BaseException] = []
+
+        def ended(task: asyncio.Task[None]) -> None:
+            converting.discard(task)
+            if not task.cancelled() and (exc := task.exception()) is not None:
+                failures.append(exc)
+
         try:
             for job in jobs:
-                await limit.acquire()
-                task = asyncio.create_task(self._convert(job, limit))
+                await slots.acquire()
+                while self.batcher.pending >= self.lookahead and not failures:
+                    self.room_ahead.clear()
+                    await self.room_ahead.wait()
+                if failures:
+                    raise failures[0]
+                task = asyncio.create_task(self._convert(job, slots), name=f"ingest-convert:{job.path}")
                 converting.add(task)
-                task.add_done_callback(converting.discard)
-            if converting:
-                await asyncio.gather(*list(converting))
+                task.add_done_callback(ended)
+            while converting:
+                await asyncio.wait(list(converting))
+            if failures:
+                raise failures[0]
         finally:
             await _cancel_and_wait(list(converting))
 
-    async def _produce_all(self, files: list[ScannedFile], known: dict[str, Document], lanes: int) -> None:
-        await self._produce(files, known)
-        for _ in range(lanes):
-            await self.ready.put(None)
-
-    # -- conversion, then embedding and storing -----------------------------------------
-
-    async def _convert(self, job: Job, limit: asyncio.Semaphore) -> None:
-        # the slot is held until the result is handed on: back-pressure when embedding lags
+    async def _convert(self, job: Job, slots: asyncio.Semaphore) -> None:
         try:
             self.progress.file_started(job.path)
-            outcome = await self.p.converters.convert(job.file.path)
-            if outcome.document is None:
+            try:
+                outcome = await self.p.converters.convert(job.file.path)
+            except Exception as exc:  # the pool failed, not the file's reader: said for this file
+                outcome = ConvertOutcome(error=f"Conversion failed unexpectedly: {short_error(exc)}.")
+            document = outcome.document
+            if document is None or not document.pieces:
                 self.progress.work_finished()
-                await self.steps.failed(job.path, job.file, outcome.error, job.previous, job.content_hash)
+                await self.steps.failed(job.path, job.file, outcome.error or NO_TEXT, job.previous, job.content_hash)
                 return
-            job.converted = outcome.document
-            await self.ready.put(job)
+            job.converted = document
+            self.batcher.add(job)
         finally:
-            limit.release()
+            self.unconverted -= 1
+            self.wake_embedder.set()
+            slots.release()
 
-    async def _embed_lane(self) -> None:
-        finished = False
-        while not finished:
-            batch, finished = await take_batch(self.ready)
-            if not batch:
+    # -- embedding, then writing ---------------------------------------------------------
+
+    async def _embed_stage(self) -> None:
+        """Keep every embedding thread busy with a call; hand each file on to the
+        writer once all its chunks are embedded."""
+        loop = asyncio.get_running_loop()
+        threads = self.p.embed_workers
+        calls: dict[asyncio.Future[np.ndarray], EmbedCall] = {}
+        try:
+            while True:
+                for future in [f for f in calls if f.done()]:
+                    for job in deliver(calls.pop(future), future.result()):
+                        await self.embedded.put(job)
+                while size := self.batcher.call_size(
+                    free=threads - len(calls), busy=len(calls), more_coming=self.unconverted > 0
+                ):
+                    call = self.batcher.take(size)
+                    future = loop.run_in_executor(self.p.embed_executor, self.p.embedder.embed, call.texts)
+                    future.add_done_callback(lambda _: self.wake_embedder.set())
+                    calls[future] = call
+                    self.room_ahead.set()
+                if not calls and self.unconverted == 0 and self.batcher.pending == 0:
+                    break
+                await self.wake_embedder.wait()
+                self.wake_embedder.clear()
+        finally:
+            for future in calls:
+                future.cancel()  # a call already running ends in its thread; its vectors are dropped
+        await self.embedded.put(None)
+
+    async def _write_stage(self) -> None:
+        """Write embedded files through the ledger: each write takes every file that
+        is waiting (one flush for all), so a slow store never holds up embedding."""
+        ended = False
+        while not ended:
+            first = await self.embedded.get()
+            if first is None:
                 return
-            await embed_batch(batch, self.p.embedder, self.p.embed_executor)
-            await self.steps.index(batch)
+            group = [first]
+            while len(group) < WRITE_GROUP:
+                try:
+                    more = self.embedded.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                if more is None:
+                    ended = True
+                    break
+                group.append(more)
+            await self.steps.index(group)
 
 
 async def _cancel_and_wait(tasks: Sequence[asyncio.Task[Any]]) -> None:
