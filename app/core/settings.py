@@ -79,7 +79,7 @@ class IngestSettings:
     max_file_mb: int = 200
     docling_artifacts_path: str = ""  # folder with Docling's layout models; empty: native PDF text
     chunk_max_tokens: int = 256
-    workers: int = 2
+    workers: int = 0  # embedding threads; 0: one per core (app/ingest/pipeline/machine.py)
 
 
 @dataclass(frozen=True)
