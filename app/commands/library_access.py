@@ -33,10 +33,8 @@ def open_library(err: TextIO) -> Library | None:
     except FathomError as exc:
         print(str(exc), file=err)
         return None
-    if library.store.moved is not None:
-        print(library.store.moved.describe(), file=err)
-    if library.store.search_note:
-        print(library.store.search_note, file=err)
+    for notice in library.notices:
+        print(notice, file=err)
     if library.recovery:
         print(f"Finished what an interrupted run left undone: {library.recovery.summary()}.", file=err)
     return library

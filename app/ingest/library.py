@@ -71,6 +71,10 @@ class Library:
         self.store = store
         self.ledger = Ledger(catalog, store)
         self.recovery = Recovery()  # what the last open finished after a crash
+        # what opening the store has to tell: an index moved from Milvus Lite 3.x, a
+        # server without keyword search
+        self.notices: list[str] = [store.moved.describe()] if store.moved is not None else []
+        self.notices += [store.search_note] if store.search_note else []
         self._lock = lock
         self._embedder = embedder
         self._owns_embedder = embedder is None  # made here from the settings: closed here too

@@ -104,12 +104,11 @@ class LibraryController(QObject):
     def set_library(self, library: Library | None) -> None:
         self._library = library
         if library is not None:
-            notes = [library.store.moved.describe()] if library.store.moved is not None else []
-            notes += [library.store.search_note] if library.store.search_note else []
+            notes = list(library.notices)  # these stay until replaced; the recovery passes
             if library.recovery:
                 notes.append(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
             if notes:
-                self._say(" ".join(notes), 0 if library.store.moved or library.store.search_note else MESSAGE_MS)
+                self._say(" ".join(notes), 0 if library.notices else MESSAGE_MS)
             self._tasks.start(self.refresh(), "refresh the library")
         self.busyChanged.emit()
 

@@ -52,6 +52,7 @@ class StoredLibrary(MemoryLibrary):
         super().__init__(list(chunks))
         self.listed = list(collections)
         self.recovery = None
+        self.notices: list[str] = []
         self.catalog = EmptyCatalog()
         self.ingested: list[tuple[list[Path], str]] = []
 
