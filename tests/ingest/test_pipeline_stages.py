@@ -86,8 +86,9 @@ class RecordingPool(ConversionPool):
 
 
 class WriteWaitsForEmbedding(Ledger):
-    """The first write waits, on the store thread, until the embedder starts another
-    call: it goes on only if embedding does not wait for writes."""
+    """The first write waits, on the store thread, until the embedder is embedding (a
+    call still running, or another one started): it goes on only if embedding does not
+    wait for writes. (A call that started before the write is caught by the first.)"""
 
     def __init__(self, ledger: Ledger, embedder: RecordingEmbedder) -> None:
         super().__init__(ledger.catalog, ledger.store)
@@ -97,9 +98,8 @@ class WriteWaitsForEmbedding(Ledger):
     def index(self, collection: str, writes: Sequence[DocumentWrite]) -> None:
         if self.embedding_went_on is None:
             with self.embedder.changed:
-                before = self.embedder.started
                 self.embedding_went_on = self.embedder.changed.wait_for(
-                    lambda: self.embedder.started > before, timeout=GATE_TIMEOUT_S
+                    lambda: self.embedder.started > len(self.embedder.calls), timeout=GATE_TIMEOUT_S
                 )
         super().index(collection, writes)
 
@@ -210,7 +210,7 @@ async def test_the_next_files_convert_while_the_current_ones_embed_in_full_calls
 async def test_embedding_goes_on_while_documents_are_written(
     tmp_path: Path, shared_data: Path, embedder: OnnxMiniLMEmbedder
 ) -> None:
-    files = copy_docs(shared_data, tmp_path / "docs", 8)
+    files = copy_docs(shared_data, tmp_path / "docs", 24)  # more than two calls: some left after the first write
     recorder = RecordingEmbedder(embedder)
     async with library_at(tmp_path / "home", embedder) as library:
         gated = WriteWaitsForEmbedding(library.ledger, recorder)
