@@ -93,34 +93,27 @@ def keyring_description() -> str:
 
 def get_api_key(base_url: str) -> str | None:
     """The key for ``base_url``: the keyring first, then ``FATHOM_API_KEY``; None when neither has one."""
-    import keyring
-    import keyring.errors
-
-    if base_url and _usable_keyring() is not None:
-        try:
-            stored = keyring.get_password(SERVICE, base_url)
-        except keyring.errors.KeyringError:
-            stored = None
-        if stored:
-            return stored
-    return os.environ.get(ENV_VAR) or None
+    return _stored_secret(base_url) or os.environ.get(ENV_VAR) or None
 
 
 def get_milvus_token(uri: str) -> str:
     """A Milvus server's token ("user:password" or an API key) for ``uri``: the keyring's
     (service ``fathom``, the URI as user name), else ``FATHOM_MILVUS_TOKEN``; "" if none.
     (Never ``FATHOM_API_KEY``: a model endpoint's key is not sent to Milvus.)"""
+    return _stored_secret(uri) or os.environ.get(MILVUS_TOKEN_VAR, "")
+
+
+def _stored_secret(user: str) -> str | None:
+    """What the keyring holds for ``user`` under service ``fathom`` (None: nothing, or no keyring)."""
     import keyring
     import keyring.errors
 
-    if uri and _usable_keyring() is not None:
-        try:
-            stored = keyring.get_password(SERVICE, uri)
-        except keyring.errors.KeyringError:
-            stored = None
-        if stored:
-            return stored
-    return os.environ.get(MILVUS_TOKEN_VAR, "")
+    if not user or _usable_keyring() is None:
+        return None
+    try:
+        return keyring.get_password(SERVICE, user) or None
+    except keyring.errors.KeyringError:
+        return None
 
 
 def set_api_key(base_url: str, key: str) -> None:

@@ -73,8 +73,8 @@ def search_collection(
     expr = build_filter(doc_ids, path_prefix)
     texts = [q if q.strip() else " " for q in queries]
     raw: Any
+    pool = candidates or max(2 * top_k, 20)
     if mode == "hybrid" and fuse_here:
-        pool = candidates or max(2 * top_k, 20)
         both = [
             search_collection(
                 client,
@@ -95,7 +95,6 @@ def search_collection(
     if mode == "hybrid":
         from pymilvus import AnnSearchRequest, RRFRanker
 
-        pool = candidates or max(2 * top_k, 20)
         requests = [
             AnnSearchRequest(data=dense, anns_field="dense", param=dense_search, limit=pool, expr=expr or None),
             AnnSearchRequest(data=texts, anns_field=KEYWORD_FIELD, param=BM25_SEARCH, limit=pool, expr=expr or None),
