@@ -78,8 +78,12 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setWindowIcon(app_icon())
     app.setQuitOnLastWindowClosed(False)
 
+    from app.ui.gui_thread_gc import GuiThreadCollector
     from app.ui.main_window import MainWindow
     from app.ui.services import Services
+
+    collector = GuiThreadCollector(app)  # cycles holding Qt objects must die on this thread, never a worker's
+    collector.start()
 
     services = Services(settings, paths, startup_lock=lock)
     follow_system(app, lambda: services.settings.ui.theme)
@@ -88,6 +92,7 @@ def run_app(argv: list[str] | None = None) -> int:
         window = MainWindow(services, problem)
         closed = asyncio.Event()
         window.closed.connect(closed.set)
+        window.ready.connect(collector.settle)
         app.aboutToQuit.connect(closed.set)
         window.show()
         if os.environ.get(STARTUP_ENV):
@@ -104,4 +109,5 @@ def run_app(argv: list[str] | None = None) -> int:
     try:
         return int(qasync.run(main()))
     finally:
+        collector.stop()
         lock.close()

@@ -16,6 +16,7 @@ blocked (see its docstring for what it measures and the bounds).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,8 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from pytestqt.qt_compat import qt_api
 from stall_monitor import LoopGuard, waiting
+
+from app.ui.gui_thread_gc import GuiThreadCollector
 
 # The loop guard's bounds (the reasons are in ``loop_guard``'s docstring).
 BLOCKED_MS = 50.0
@@ -67,6 +70,25 @@ def aloop(qloop: qasync.QEventLoop, qtbot: Any) -> Iterator[qasync.QEventLoop]:
         asyncio.events._set_running_loop(None)
     errors, _LOOP_ERRORS[:] = list(_LOOP_ERRORS), []
     assert not errors, f"unhandled errors in asyncio tasks: {errors}"
+
+
+@pytest.fixture(autouse=True)
+def gui_thread_gc(qapp: QApplication) -> Iterator[GuiThreadCollector]:
+    """Garbage cycles die on the GUI thread during a window test, as in the app (``app/ui/gui_thread_gc.py``).
+
+    Without it a worker thread's allocation can collect a cycle holding a widget
+    while the GUI thread paints: a segmentation fault (CI, once). Automatic
+    collection comes back when the test ends, after one full collection here, so
+    the tests of other folders run as CPython runs them.
+    """
+    collector = GuiThreadCollector(qapp)
+    collector.start()
+    try:
+        yield collector
+    finally:
+        collector.stop()
+        gc.collect()
+        collector.deleteLater()
 
 
 @pytest.fixture(autouse=True)
