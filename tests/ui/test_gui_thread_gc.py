@@ -9,14 +9,21 @@ and wait until the cycle is gone.
 from __future__ import annotations
 
 import gc
+import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import QObject
 
 from app.ui.gui_thread_gc import GuiThreadCollector
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Cycle:
@@ -92,3 +99,76 @@ def test_an_old_cycle_is_collected_once_the_old_generation_grew_by_a_quarter(
         assert collector.collections[2] >= 1
     finally:
         gc.unfreeze()
+
+
+WIDGET_CYCLES = """
+import sys, threading, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QTextBrowser, QVBoxLayout, QWidget
+
+app = QApplication(sys.argv)
+if sys.argv[1] == "collector":
+    from app.ui.gui_thread_gc import GuiThreadCollector
+
+    collector = GuiThreadCollector(app)
+    collector.start()
+stop = False
+
+
+class Node:
+    def __init__(self):
+        self.me = self
+
+
+def worker():  # allocates cycles: CPython collects on this thread whenever generation 0 fills
+    while not stop:
+        junk = [Node() for _ in range(2000)]
+        del junk
+        time.sleep(0.001)
+
+
+rounds = 0
+
+
+def make_widgets():  # shown widgets that die in cycles, while the GUI thread paints
+    global rounds
+    for _ in range(20):
+        widget = QWidget()
+        layout = QVBoxLayout(widget)
+        text = QTextBrowser(widget)
+        text.setHtml("<b>a cycle</b>" * 200)
+        layout.addWidget(text)
+        widget.me = widget
+        widget.show()
+        widget.repaint()
+        del widget, layout, text
+    rounds += 1
+    if rounds > 400:
+        app.quit()
+
+
+thread = threading.Thread(target=worker)
+thread.start()
+timer = QTimer()
+timer.timeout.connect(make_widgets)
+timer.start(1)
+app.exec()
+stop = True
+thread.join()
+print("survived", rounds, "rounds")
+"""
+
+
+@pytest.mark.parametrize("mode", ["collector", "cpython"])
+def test_widgets_dying_in_cycles_while_a_worker_allocates(mode: str, tmp_path: Path) -> None:
+    """The crash itself: with CPython's own collection the process dies (SIGSEGV); with the collector it lives."""
+    script = tmp_path / "widget_cycles.py"
+    script.write_text(WIDGET_CYCLES, encoding="utf-8")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(script), mode], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
+    )
+    if mode == "collector":
+        assert done.returncode == 0 and done.stdout.startswith("survived 4"), (done.returncode, done.stdout)
+    else:
+        assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stdout)
