@@ -84,7 +84,8 @@ class Display:
         elif isinstance(event, IngestProgress) and self.tty:
             self._bar(event)
         elif isinstance(event, FileDone) and not self.tty:
-            detail = f" ({event.chunks} chunks)" if event.status == "indexed" else ""
+            note = f"; {event.reason}" if event.reason else ""
+            detail = f" ({event.chunks} chunks{note})" if event.status == "indexed" else ""
             reason = f": {event.reason}" if event.reason and event.status in ("failed", "skipped") else ""
             print(f"{event.status:9} {short_path(event.path)}{detail}{reason}", file=self.out, flush=True)
 
@@ -100,7 +101,7 @@ class Display:
         bar = "#" * filled + "-" * (self.WIDTH - filled)
         eta = f" ETA {format_duration(event.eta_s)}" if event.eta_s else ""
         rate = f" {event.files_per_s:.1f} files/s" if event.files_per_s else ""
-        current = Path(event.current).name if event.current else ""
+        current = event.ocr or (Path(event.current).name if event.current else "")
         line = f"[{bar}] {event.done_files}/{event.total_files} files, {event.chunks} chunks{rate}{eta} {current}"
         columns = self._columns()
         self.out.write("\r" + line[: columns - 1].ljust(columns - 1))

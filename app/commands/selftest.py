@@ -2,7 +2,7 @@
 
 In a temporary data folder (``FATHOM_HOME`` points there while it runs, so the
 user's library and settings are never touched) it ingests the bundled sample
-documents (a Markdown file and a PDF), searches them for facts they state, and
+documents (a Markdown file, a PDF and a mail message), searches them for facts they state, and
 runs one quick research round with the starter model when it is installed.
 One line per step, ``ok <step> …`` or ``FAIL <step>: <reason>``; the exit
 status is 0 only when every step passed. Works the same from a source checkout
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from app.ingest.library import Library
 
 COLLECTION = "Self-test sample"
-SAMPLE_FILES = ("veltmoor-lighthouse.md", "veltmoor-keepers-log.pdf")
+SAMPLE_FILES = ("veltmoor-lighthouse.md", "veltmoor-keepers-log.pdf", "veltmoor-harbour-letter.eml")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Probe:
 PROBES = (
     Probe("How many steps does the staircase of the Veltmoor Lighthouse have?", "212 steps", "veltmoor-lighthouse.md"),
     Probe("How many ships did the keeper count passing the cape in 1893?", "1,204 ships", "veltmoor-keepers-log.pdf"),
+    Probe("How many barrels of lamp oil were ordered for the winter?", "48 barrels", "veltmoor-harbour-letter.eml"),
 )
 RESEARCH_QUESTION = "How many steps lead up to the lamp room of the Veltmoor Lighthouse?"
 RESEARCH_SECONDS = 180.0
@@ -163,7 +164,7 @@ async def _ingest(library: Library, settings: Settings) -> str:
             f"{finished.chunks} chunks ({reasons})"
         )
     return (
-        f"ok ingest {len(files)} sample documents (Markdown, PDF): {finished.chunks} chunks "
+        f"ok ingest {len(files)} sample documents (Markdown, PDF, mail): {finished.chunks} chunks "
         f"in {time.perf_counter() - started:.1f} s"
     )
 

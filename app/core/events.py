@@ -299,6 +299,7 @@ class IngestProgress(IngestEvent):
     current: str = ""
     files_per_s: float = 0.0
     eta_s: float | None = None
+    ocr: str = ""  # while OCR reads a file: "tide.pdf: OCR, page 3 of 40"
 
     @property
     def fraction(self) -> float:

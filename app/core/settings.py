@@ -80,6 +80,7 @@ class IngestSettings:
     docling_artifacts_path: str = ""  # folder with Docling's layout models; empty: native PDF text
     chunk_max_tokens: int = 256
     workers: int = 0  # embedding threads; 0: one per core (app/ingest/pipeline/machine.py)
+    ocr: bool = True  # read scanned PDF pages and image files with OCR (slow on a CPU: seconds a page)
 
 
 @dataclass(frozen=True)

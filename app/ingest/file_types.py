@@ -1,7 +1,8 @@
-"""Which files Fathom reads, and how: by Docling (documents) or as plain text (text and code).
+"""Which files Fathom reads, and how: as plain text (text and code, listed here) or
+by Docling (every format the installed Docling reads: ``app.ingest.docling_formats``).
 
-The one list of suffixes and names; the scan skips what is not on it, and the
-converter picks its reader by it.
+The scan skips what neither reads, saying why, and the converter picks its reader
+by the same answer.
 """
 
 from __future__ import annotations
@@ -9,21 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-# suffix -> Docling input format name
-DOCLING_SUFFIXES: dict[str, str] = {
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".pptx": "pptx",
-    ".xlsx": "xlsx",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "md",
-    ".markdown": "md",
-    ".csv": "csv",
-    ".adoc": "asciidoc",
-    ".asciidoc": "asciidoc",
-}
+from app.ingest.docling_formats import docling_formats, docling_suffixes, image_suffixes, not_read_reasons
 
 TEXT_SUFFIXES: frozenset[str] = frozenset(
     {
@@ -124,19 +111,44 @@ TEXT_NAMES: frozenset[str] = frozenset(
     {"license", "licence", "readme", "copying", "notice", "authors", "changelog", "makefile", "dockerfile"}
 )
 
-FileKind = Literal["docling", "text"]
+FileKind = Literal["docling", "text", "image"]
 
 
 def file_kind(path: Path) -> FileKind | None:
     """How a file is read, or None when Fathom does not read this type."""
     suffix = path.suffix.lower()
-    if suffix in DOCLING_SUFFIXES:
-        return "docling"
     if suffix in TEXT_SUFFIXES or path.name.lower() in TEXT_NAMES:
         return "text"
+    if suffix in docling_suffixes():
+        return "docling"
+    if suffix in image_suffixes():
+        return "image"
     return None
 
 
+def why_not_read(path: Path, *, ocr: bool = True) -> str | None:
+    """Why Fathom skips this file (a sentence to show), or None when it reads it.
+    ``ocr``: whether OCR is on (images are read only with it)."""
+    suffix = path.suffix.lower()
+    kind = file_kind(path)
+    if kind == "text":
+        return None
+    if kind == "image":
+        if ocr:
+            return None
+        return f"Images ({suffix}) are read by OCR, which is turned off in Settings (Indexing)."
+    if kind == "docling":
+        fmt = docling_suffixes()[suffix]
+        if fmt.missing:
+            return f"{fmt.missing_sentence(suffix)} Install it, then re-scan the collection."
+        return None
+    shown = suffix or path.name
+    reason = not_read_reasons().get(suffix)
+    if reason:
+        return f"Fathom does not read '{shown}' files. {reason[0].upper()}{reason[1:]}."
+    return f"Fathom does not read '{shown}' files. {supported_types_sentence()}"
+
+
 def supported_types_sentence() -> str:
-    kinds = sorted({s.lstrip(".") for s in DOCLING_SUFFIXES})
-    return f"Fathom reads {', '.join(kinds)}, plain text and source code."
+    kinds = [fmt.suffixes[0].lstrip(".") for fmt in docling_formats() if not fmt.missing]
+    return f"Fathom reads {', '.join(kinds)} (and their variants), images (OCR), plain text and source code."

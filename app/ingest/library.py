@@ -161,17 +161,22 @@ class Library:
         if self._ingesting:
             raise StoreError("Settings cannot change while documents are being indexed.", "Stop the indexing first.")
         if settings.embedding == self.settings.embedding:
+            if _converter_settings(settings) != _converter_settings(self.settings):
+                await self._run(self._drop_converters)  # the next ingest starts them with the new ones
             self.settings = settings
             return
         await self._run(self._drop_embedder)
         self.settings = settings
 
+    def _drop_converters(self) -> None:
+        if self._converters is not None:
+            self._converters.shutdown()
+            self._converters = None
+
     def _drop_embedder(self) -> None:
         old, owned = self._embedder, self._owns_embedder
         self._embedder, self._owns_embedder = None, True
-        if self._converters is not None:  # they chunk with the old model's tokenizer
-            self._converters.shutdown()
-            self._converters = None
+        self._drop_converters()  # they chunk with the old model's tokenizer
         close = getattr(old, "close", None) if owned else None
         if close is not None:
             close()
@@ -198,6 +203,7 @@ class Library:
                 tokenizer_json=embedder.tokenizer.to_str(),
                 max_tokens=chunk_token_limit(embedder.max_tokens, self.settings.ingest.chunk_max_tokens),
                 docling_artifacts_path=self.settings.ingest.docling_artifacts_path,
+                ocr=self.settings.ingest.ocr,
             )
             # Conversion is ~12% of the CPU that embedding takes (Markdown, native PDF text):
             # one converter per eight embedding threads keeps them fed (pipeline/machine.py).
@@ -337,6 +343,7 @@ class Library:
                 store_executor=self._store_executor,
                 embed_workers=self._workers,
                 max_file_mb=self.settings.ingest.max_file_mb,
+                ocr=self.settings.ingest.ocr,
             )
             async with aclosing(pipeline.run(name, roots)) as events:
                 async for event in events:
@@ -417,3 +424,9 @@ def _clean_name(name: str) -> str:
     if len(cleaned) > 200:
         raise StoreError("A collection name can be at most 200 characters.")
     return cleaned
+
+
+def _converter_settings(settings: Settings) -> tuple[object, ...]:
+    """What the converter processes were started with: a change restarts them."""
+    ingest = settings.ingest
+    return (ingest.chunk_max_tokens, ingest.docling_artifacts_path, ingest.ocr)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.ingest.file_types import file_kind, supported_types_sentence
+from app.ingest.file_types import why_not_read
 from app.ingest.paths import absolute, display_path
 
 
@@ -46,10 +46,16 @@ def is_valid_name(path: Path) -> bool:
         return False
 
 
-def scan(paths: Sequence[Path], max_file_mb: float) -> ScanResult:
+@dataclass(frozen=True)
+class _Rules:
+    limit: int  # bytes: larger files are skipped
+    ocr: bool  # images are read (by OCR) only when it is on
+
+
+def scan(paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True) -> ScanResult:
     """Walk ``paths`` (files or folders); the files to index, sorted, each once."""
     result = ScanResult()
-    limit = int(max_file_mb * 1024 * 1024)
+    rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr)
     seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
     for given in paths:
@@ -58,9 +64,9 @@ def scan(paths: Sequence[Path], max_file_mb: float) -> ScanResult:
         if info is None:
             continue
         if stat.S_ISDIR(info.st_mode):
-            _walk(root, result, limit, seen_files, seen_dirs)
+            _walk(root, result, rules, seen_files, seen_dirs)
         else:
-            _consider_file(root, info, result, limit, seen_files)
+            _consider_file(root, info, result, rules, seen_files)
     result.files.sort(key=lambda f: os.fsencode(f.path))
     result.skipped.sort(key=lambda s: s.path)
     return result
@@ -69,7 +75,7 @@ def scan(paths: Sequence[Path], max_file_mb: float) -> ScanResult:
 def _walk(
     root: Path,
     result: ScanResult,
-    limit: int,
+    rules: _Rules,
     seen_files: set[tuple[int, int]],
     seen_dirs: set[tuple[int, int]],
 ) -> None:
@@ -108,7 +114,7 @@ def _walk(
             if stat.S_ISDIR(entry_info.st_mode):
                 subfolders.append(path)
             elif stat.S_ISREG(entry_info.st_mode):
-                _consider_file(path, entry_info, result, limit, seen_files)
+                _consider_file(path, entry_info, result, rules, seen_files)
             else:
                 result.skipped.append(
                     Skipped(display_path(path), "Not a regular file (a device, pipe or socket); Fathom skips it.")
@@ -127,7 +133,7 @@ def _consider_file(
     path: Path,
     info: os.stat_result,
     result: ScanResult,
-    limit: int,
+    rules: _Rules,
     seen_files: set[tuple[int, int]],
 ) -> None:
     key = (info.st_dev, info.st_ino)
@@ -145,20 +151,16 @@ def _consider_file(
             )
         )
         return
-    if file_kind(path) is None:
-        result.skipped.append(
-            Skipped(
-                display_path(path),
-                f"Fathom does not read '{path.suffix.lower() or path.name}' files. {supported_types_sentence()}",
-            )
-        )
+    not_read = why_not_read(path, ocr=rules.ocr)
+    if not_read is not None:
+        result.skipped.append(Skipped(display_path(path), not_read))
         return
-    if info.st_size > limit:
+    if info.st_size > rules.limit:
         size_mb = info.st_size / (1024 * 1024)
         result.skipped.append(
             Skipped(
                 display_path(path),
-                f"The file is {size_mb:.0f} MB, over the {limit // (1024 * 1024)} MB limit "
+                f"The file is {size_mb:.0f} MB, over the {rules.limit // (1024 * 1024)} MB limit "
                 "(raise ingest.max_file_mb in Settings to include it).",
             )
         )

@@ -16,6 +16,8 @@ from app.ingest.file_errors import EMPTY_FILE
 # (what the reason starts with or contains, the kind) — the first match wins
 _KINDS: tuple[tuple[str, str], ...] = (
     ("Fathom does not read", "not a format Fathom reads"),
+    ("which is not installed on this computer", "needs software not installed"),
+    ("read by OCR, which is turned off", "OCR turned off"),
     ("Hidden ", "hidden"),
     (EMPTY_FILE, "empty"),
     ("Same content as", "a duplicate"),

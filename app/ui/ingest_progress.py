@@ -135,7 +135,8 @@ class IngestProgressView:
             self.progress.setValue(event.done_files)
             eta = "" if event.eta_s is None else f" — ETA {duration(event.eta_s)}"
             self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
-            self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far")
+            ocr = f" — {event.ocr}" if event.ocr else ""
+            self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far{ocr}")
         elif isinstance(event, IngestFinished):
             self._finished(event)
 

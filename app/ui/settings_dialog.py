@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -222,6 +223,13 @@ class SettingsDialog(SettingsForm):
         self.milvus_uri.setToolTip("A file path means Milvus Lite; http://host:19530 a Milvus server")
         self.chunk_tokens = _spin(64, 4096, s.ingest.chunk_max_tokens, 32)
         self.max_file_mb = _spin(1, 10_000, s.ingest.max_file_mb)
+        self.ocr = QCheckBox("Read scanned PDF pages and images (OCR)")
+        self.ocr.setObjectName("ocr")
+        self.ocr.setChecked(s.ingest.ocr)
+        self.ocr.setToolTip(
+            "Text is read from the pixels of PDF pages without a text layer and of image files "
+            "(PNG, JPEG, TIFF, …), offline. Slow on a CPU: a few seconds a page."
+        )
         data_dir = self._data_dir = QLabel(str(paths.data_dir))
         data_dir.setObjectName("dataDir")
         data_dir.setTextInteractionFlags(data_dir.textInteractionFlags() | _selectable())
@@ -234,6 +242,7 @@ class SettingsDialog(SettingsForm):
         form.addRow("Milvus URI", self.milvus_uri)
         form.addRow("Chunk size (tokens)", self.chunk_tokens)
         form.addRow("Largest file (MB)", self.max_file_mb)
+        form.addRow("OCR", self.ocr)
         form.addRow("Data folder", data_dir)
         form.addRow("Settings file", settings_file)
         note = QLabel(
@@ -331,7 +340,10 @@ class SettingsDialog(SettingsForm):
             ),
             store=StoreSettings(milvus_uri=self.milvus_uri.text().strip()),
             ingest=dataclasses.replace(
-                s.ingest, chunk_max_tokens=self.chunk_tokens.value(), max_file_mb=self.max_file_mb.value()
+                s.ingest,
+                chunk_max_tokens=self.chunk_tokens.value(),
+                max_file_mb=self.max_file_mb.value(),
+                ocr=self.ocr.isChecked(),
             ),
             research=ResearchSettings(
                 mode=str(self.mode.currentData()),

@@ -220,14 +220,24 @@ def window_settings(tmp: Path) -> tuple[Any, Any]:
     return settings, paths
 
 
+COLLECTOR: Any = None  # the app's GUI-thread garbage collector (None with --cpython-gc)
+GUI_THREAD_GC = True  # False with --cpython-gc
+
+
 def qt_app() -> Any:
+    """The QApplication, set up as ``run_app`` sets it up (theme, garbage collection on the GUI thread)."""
+    global COLLECTOR
     from PySide6.QtWidgets import QApplication
 
+    from app.ui.gui_thread_gc import GuiThreadCollector
     from app.ui.theme import apply_theme
 
     app = QApplication.instance() or QApplication([])
     apply_theme(app)  # type: ignore[arg-type]
     app.setQuitOnLastWindowClosed(False)  # type: ignore[union-attr]
+    if GUI_THREAD_GC and COLLECTOR is None:
+        COLLECTOR = GuiThreadCollector(app)
+        COLLECTOR.start()
     return app
 
 
@@ -244,6 +254,8 @@ def in_window(app: Any, tmp: Path, body: Callable[[Any], Awaitable[None]]) -> No
 
     async def main() -> None:
         window = MainWindow(Services(settings, paths))
+        if COLLECTOR is not None:
+            window.ready.connect(COLLECTOR.settle)  # as run_app: what start-up left is frozen
         window.show()
         await body(window)
         window.close()
@@ -503,8 +515,20 @@ def main() -> None:
     parser.add_argument("--silence", action="store_true", help="only the longest silent gap of a run per mode")
     parser.add_argument("--modes", nargs="+", default=["quick", "deep", "plan", "table", "hds"])
     parser.add_argument("--rounds", type=int, default=2, help="--silence: research rounds per run")
+    parser.add_argument(
+        "--cpython-gc",
+        action="store_true",
+        help="leave garbage collection to CPython (as before the GUI-thread collector)",
+    )
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    global GUI_THREAD_GC
+    GUI_THREAD_GC = not args.cpython_gc
+    qt_app()
+    if COLLECTOR is not None:
+        print("garbage collection: on the GUI thread (app/ui/gui_thread_gc.py), frozen once the library is open")
+    else:
+        print("garbage collection: CPython's own (--cpython-gc)")
     if args.silence:
         bench_silence(args.files, args.modes, args.question, args.rounds)
         return
@@ -514,6 +538,12 @@ def main() -> None:
         bench_big_library(args.big_library)
     if not args.skip_stall:
         bench_stall(args.files, not args.skip_research, args.question, args.screenshot)
+    if COLLECTOR is not None:
+        young, middle, full = COLLECTOR.collections
+        print(
+            f"GUI-thread garbage collections: {young} young, {middle} middle, {full} full; "
+            f"longest {COLLECTOR.longest_ms:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

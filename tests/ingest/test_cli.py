@@ -65,11 +65,11 @@ def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.Capture
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "empty.md").write_bytes(b"")
-    (folder / "image.png").write_bytes(b"\x89PNG")
+    (folder / "song.mp3").write_bytes(b"ID3")
     assert main(["ingest", str(folder), "--collection", "empty"]) == 1
     err = capsys.readouterr().err
     assert "Nothing could be indexed." in err
-    assert "image.png: Fathom does not read '.png' files." in err
+    assert "song.mp3: Fathom does not read '.mp3' files." in err
 
 
 def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,7 +86,7 @@ def test_the_summary_counts_skipped_files_and_says_why(tmp_path: Path, capsys: p
     folder = tmp_path / "mixed"
     folder.mkdir()
     (folder / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
-    (folder / "photo.png").write_bytes(b"\x89PNG")
+    (folder / "song.mp3").write_bytes(b"ID3")
     (folder / "setup.exe").write_bytes(b"MZ")
     (folder / ".secret.txt").write_text("hidden\n", encoding="utf-8")
     assert main(["ingest", str(folder), "--collection", "mixed", "--quiet"]) == 0
@@ -94,11 +94,11 @@ def test_the_summary_counts_skipped_files_and_says_why(tmp_path: Path, capsys: p
     assert "1 indexed" in err
     assert "3 skipped (2 not a format Fathom reads, 1 hidden), 0 failed" in err
     # each skipped file is listed with its reason
-    assert "photo.png: Fathom does not read '.png' files." in err
+    assert "song.mp3: Fathom does not read '.mp3' files." in err
     assert "setup.exe: Fathom does not read '.exe' files." in err
     assert ".secret.txt: Hidden file; Fathom skips hidden items." in err
 
-    (folder / "photo.png").unlink()
+    (folder / "song.mp3").unlink()
     (folder / ".secret.txt").unlink()
     assert main(["ingest", str(folder), "--collection", "mixed", "--quiet"]) == 0
     assert "0 indexed (0 new chunks), 1 unchanged, 1 skipped (not a format Fathom reads)" in capsys.readouterr().err

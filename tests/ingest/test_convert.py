@@ -118,7 +118,7 @@ def test_source_code_and_license_files_are_text(converter: Converter, shared_dat
     license_file = shared_data / "milvus-docs" / "LICENSE"
     assert file_kind(license_file) == "text"
     assert "Apache License" in converter.convert(license_file).pieces[0].text
-    assert file_kind(tmp_path / "photo.png") is None
+    assert file_kind(tmp_path / "song.mp3") is None
 
 
 @pytest.mark.parametrize(

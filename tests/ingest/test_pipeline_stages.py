@@ -32,6 +32,7 @@ from app.ingest.chunking import chunk_token_limit
 from app.ingest.chunking.piece import ChunkPiece
 from app.ingest.convert import ConversionPool, ConverterConfig
 from app.ingest.convert.results import ConvertedDocument, ConvertOutcome
+from app.ingest.convert.worker_pool import PageReport
 from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.ingest.library import Library
 from app.ingest.pipeline import EMBED_BATCH, IngestPipeline
@@ -77,10 +78,10 @@ class RecordingPool(ConversionPool):
         self.broken = broken
         self.ended: dict[str, float] = {}
 
-    async def convert(self, path: Path) -> ConvertOutcome:
+    async def convert(self, path: Path, on_page: PageReport | None = None) -> ConvertOutcome:
         if path.name in self.broken:
             raise RuntimeError("the conversion workers could not be started")
-        outcome = await super().convert(path)
+        outcome = await super().convert(path, on_page)
         self.ended[path.name] = time.perf_counter()
         return outcome
 

@@ -19,7 +19,7 @@ def test_scan_keeps_documents_and_explains_the_rest(tmp_path: Path) -> None:
     (tmp_path / ".hidden.md").write_text("secret\n", encoding="utf-8")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config.txt").write_text("x\n", encoding="utf-8")
-    (tmp_path / "photo.png").write_bytes(b"\x89PNG....")
+    (tmp_path / "song.mp3").write_bytes(b"ID3....")
     (tmp_path / "big.txt").write_bytes(b"x" * (2 * 1024 * 1024 + 1))
     os.symlink(tmp_path, tmp_path / "sub" / "loop")  # points back up: a loop
     os.symlink("selfie", tmp_path / "selfie")  # points to itself
@@ -35,7 +35,7 @@ def test_scan_keeps_documents_and_explains_the_rest(tmp_path: Path) -> None:
     assert "Hidden file" in reasons[".hidden.md"]
     assert "Hidden folder" in reasons[".git"]
     assert "config.txt" not in reasons  # a hidden folder is skipped whole
-    assert "does not read '.png'" in reasons["photo.png"]
+    assert "does not read '.mp3'" in reasons["song.mp3"]
     assert "over the 2 MB limit" in reasons["big.txt"]
     assert "symbolic link loop" in reasons["loop"]
     assert "symbolic link loop" in reasons["selfie"]

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import argparse
+import email
+import email.policy
 import os
 import tempfile
 from pathlib import Path
@@ -44,3 +46,6 @@ def test_the_sample_states_the_facts_the_self_test_searches_for() -> None:
     for probe in selftest.PROBES:
         assert probe.source in selftest.SAMPLE_FILES
     assert selftest.PROBES[0].expected in markdown
+    raw = (folder / "veltmoor-harbour-letter.eml").read_bytes()
+    letter = email.message_from_bytes(raw, policy=email.policy.default)
+    assert str(letter["From"]).startswith("Harbour Master") and selftest.PROBES[2].expected in letter.get_content()

@@ -31,7 +31,7 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
     qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path
 ) -> None:
     folder = make_docs_folder(shared_data, tmp_path / "Milvus Intro", broken=False)  # 4 pages and a PDF
-    (folder / "photo.png").write_bytes(b"\x89PNG")
+    (folder / "song.mp3").write_bytes(b"ID3")
     (folder / "tool.exe").write_bytes(b"MZ")
     panel = window.library_panel
     seen: list[tuple[list[IndexingState], str, bool, str]] = []
@@ -72,5 +72,5 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
     summary = panel.ingest.current_label
     assert "5 files indexed, 0 unchanged, 2 skipped (not a format Fathom reads), 0 failed" in summary.text()
     details = html.unescape(summary.toolTip())  # a plain-text tooltip, escaped
-    assert "Milvus Intro/photo.png: Fathom does not read '.png' files." in details
+    assert "Milvus Intro/song.mp3: Fathom does not read '.mp3' files." in details
     assert "Milvus Intro/tool.exe: Fathom does not read '.exe' files." in details

@@ -15,9 +15,11 @@ from app.ingest.chunking.tokens import TokenCounter
 from app.ingest.convert.docling_files import DoclingFiles
 from app.ingest.convert.docling_setup import pdf_pipeline_for
 from app.ingest.convert.input_checks import check_document, read_head
+from app.ingest.convert.ocr import PageReader
+from app.ingest.convert.ocr_files import convert_image_file
 from app.ingest.convert.results import ConvertedDocument
 from app.ingest.convert.text_files import convert_text_file
-from app.ingest.file_types import file_kind, supported_types_sentence
+from app.ingest.file_types import file_kind, why_not_read
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class ConverterConfig:
     tokenizer_json: str  # the embedder's tokenizers.Tokenizer as JSON
     max_tokens: int  # per chunk, without special tokens
     docling_artifacts_path: str = ""
+    ocr: bool = True  # scanned PDF pages and image files read by OCR
 
 
 class Converter:
@@ -41,14 +44,24 @@ class Converter:
         self.config = config
         self.counter = TokenCounter(tokenizer)
         self.pdf_pipeline = pdf_pipeline_for(config.docling_artifacts_path)
-        self._docling = DoclingFiles(self.counter, config.max_tokens, config.docling_artifacts_path, self.pdf_pipeline)
+        self.pages = PageReader()
+        self._docling = DoclingFiles(
+            self.counter,
+            config.max_tokens,
+            config.docling_artifacts_path,
+            self.pdf_pipeline,
+            pages=self.pages if config.ocr else None,
+        )
 
     def convert(self, path: Path) -> ConvertedDocument:
         kind = file_kind(path)
-        if kind is None:
-            raise IngestError(f"Fathom does not read '{path.suffix or path.name}' files.", supported_types_sentence())
+        not_read = why_not_read(path, ocr=self.config.ocr)
+        if kind is None or not_read is not None:
+            raise IngestError(not_read or f"Fathom does not read '{path.suffix or path.name}' files.")
         head = read_head(path)
         if kind == "text":
             return convert_text_file(path, self.counter, self.config.max_tokens)
+        if kind == "image":
+            return convert_image_file(path, self.pages, self.counter, self.config.max_tokens)
         check_document(path, head)
         return self._docling.convert(path)

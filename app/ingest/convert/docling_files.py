@@ -1,5 +1,5 @@
-"""Documents (PDF, Office, HTML, Markdown, CSV, AsciiDoc) read by Docling into chunk
-pieces, with a title and, for PDFs, a page count."""
+"""Documents read by Docling into chunk pieces, with a title and, for PDFs, a page
+count; a PDF's scanned pages (no text layer) are read by OCR when it is on."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from typing import Any
 
 from app.core.errors import IngestError
 from app.ingest.chunking.docling_chunks import DoclingChunker
+from app.ingest.chunking.piece import ChunkPiece
 from app.ingest.chunking.plain_text import chunk_plain_text
 from app.ingest.chunking.tokens import TokenCounter
 from app.ingest.convert.docling_setup import build_docling_converter
 from app.ingest.convert.markdown_front_matter import markdown_source
+from app.ingest.convert.ocr import PageReader, scanned_pages
+from app.ingest.convert.ocr_files import ocr_pdf_pages
 from app.ingest.convert.results import ConvertedDocument
 from app.ingest.convert.text_files import NO_TEXT
 from app.ingest.file_errors import short_error
@@ -22,7 +25,16 @@ class DoclingFiles:
     """Converts files with Docling; its converter and chunker are built on first use
     and reused (they are costly to build). Not thread-safe."""
 
-    def __init__(self, counter: TokenCounter, max_tokens: int, artifacts_path: str, pdf_pipeline: str) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter,
+        max_tokens: int,
+        artifacts_path: str,
+        pdf_pipeline: str,
+        pages: PageReader | None = None,
+    ) -> None:
+        """``pages``: the OCR reader for scanned PDF pages (None: OCR is off)."""
+        self.pages = pages
         self.counter = counter
         self.max_tokens = max_tokens
         self.artifacts_path = artifacts_path
@@ -51,20 +63,39 @@ class DoclingFiles:
             warnings.simplefilter("ignore", UserWarning)
             pieces = self._chunker_for().chunk(document)
         if not pieces:
-            # e.g. a Markdown file that is only a heading: index what text there is
-            pieces = chunk_plain_text(document.export_to_markdown(), self.counter, self.max_tokens)
+            # e.g. a Markdown file that is only a heading: index what text there is (not the
+            # "<!-- image -->" a picture would leave: a scanned PDF has nothing else)
+            text = document.export_to_markdown(image_placeholder="")
+            pieces = chunk_plain_text(text, self.counter, self.max_tokens)
         if not pieces and front_matter:
             pieces = chunk_plain_text(front_matter, self.counter, self.max_tokens)
+        is_pdf = path.suffix.lower() == ".pdf"
+        ocr_pages = 0
+        if is_pdf and self.pages is not None:
+            pieces, ocr_pages = self._with_scanned_pages(path, pieces)
         if not pieces:
-            if path.suffix.lower() == ".pdf":
+            if is_pdf and self.pages is None:
                 raise IngestError(
                     "No text could be extracted from this PDF; it is probably scanned images.",
-                    "Fathom does not run OCR; convert it with an OCR tool first.",
+                    "Turn on OCR in Settings (Indexing) to read scanned pages, then re-scan.",
                 )
+            if is_pdf:
+                raise IngestError("Neither the PDF's text layer nor OCR found any text in it.")
             raise IngestError(NO_TEXT)
-        pages = document.num_pages() if path.suffix.lower() == ".pdf" else None
+        pages = document.num_pages() if is_pdf else None
         title = front_title or _title_of(document, path)
-        return ConvertedDocument(title=title, pieces=tuple(pieces), pages=pages or None)
+        return ConvertedDocument(title=title, pieces=tuple(pieces), pages=pages or None, ocr_pages=ocr_pages)
+
+    def _with_scanned_pages(self, path: Path, pieces: list[ChunkPiece]) -> tuple[list[ChunkPiece], int]:
+        """The pieces with those of the PDF's scanned pages (no text layer) added, read by
+        OCR, in page order; and how many pages that was."""
+        assert self.pages is not None
+        _, scanned = scanned_pages(path)
+        if not scanned:
+            return pieces, 0
+        read = ocr_pdf_pages(path, scanned, self.pages, self.counter, self.max_tokens)
+        merged = sorted([*pieces, *read], key=lambda piece: piece.page or 0)  # stable: text order within a page
+        return merged, len(scanned)
 
     def _chunker_for(self) -> DoclingChunker:
         if self._chunker is None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.ingest.convert.markdown_html import read_markdown_html_blocks_as_html
+from app.ingest.docling_formats import docling_formats
 
 PdfPipeline = Literal["standard", "native"]
 
@@ -32,7 +33,7 @@ def pdf_pipeline_for(artifacts_path: str) -> PdfPipeline:
 
 
 def build_docling_converter(artifacts_path: str, pdf_pipeline: str) -> Any:
-    """A Docling ``DocumentConverter`` for the formats Fathom reads (costly: build once)."""
+    """A Docling ``DocumentConverter`` for the formats Fathom reads with it (costly: build once)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     for name in ("docling", "docling_core", "docling_parse"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -51,14 +52,5 @@ def build_docling_converter(artifacts_path: str, pdf_pipeline: str) -> Any:
         from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
 
         pdf_option = PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=NativePdfPipelineOptions())
-    formats = [
-        InputFormat.PDF,
-        InputFormat.DOCX,
-        InputFormat.PPTX,
-        InputFormat.XLSX,
-        InputFormat.HTML,
-        InputFormat.MD,
-        InputFormat.CSV,
-        InputFormat.ASCIIDOC,
-    ]
+    formats = [InputFormat(fmt.name) for fmt in docling_formats() if not fmt.missing]
     return DocumentConverter(allowed_formats=formats, format_options={InputFormat.PDF: pdf_option})

@@ -7,9 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.core.errors import IngestError
+from app.ingest.docling_formats import docling_suffixes
 from app.ingest.file_errors import EMPTY_FILE, unreadable
 
-OFFICE_SUFFIXES = frozenset({".docx", ".pptx", ".xlsx"})
+# Docling formats whose files are zip packages, and what to call them
+ZIP_FORMATS = {
+    "docx": "an Office document",
+    "pptx": "an Office document",
+    "xlsx": "an Office document",
+    "odt": "an OpenDocument file",
+    "ods": "an OpenDocument file",
+    "odp": "an OpenDocument file",
+    "epub": "an EPUB book",
+}
 
 
 def read_head(path: Path) -> bytes:
@@ -27,13 +37,16 @@ def read_head(path: Path) -> bytes:
 
 
 def check_document(path: Path, head: bytes) -> None:
-    """A PDF or Office file that is not what its name says, said before Docling sees it."""
+    """A PDF, Office, OpenDocument or EPUB file that is not what its name says, said before Docling sees it."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         _check_pdf(path, head)
-    elif suffix in OFFICE_SUFFIXES and not head.startswith(b"PK"):
+        return
+    fmt = docling_suffixes().get(suffix)
+    what = ZIP_FORMATS.get(fmt.name) if fmt else None
+    if what and not head.startswith(b"PK"):
         raise IngestError(
-            f"This file is named {suffix} but is not an Office document (it is not a zip package).",
+            f"This file is named {suffix} but is not {what} (it is not a zip package).",
             "It may be damaged, or an older format saved under a new name; open and re-save it.",
         )
 

@@ -1,6 +1,10 @@
 """Conversions run off the event loop: a :class:`Converter` in each of a few worker
 processes (Docling holds the GIL for most of its work; a thread would stall the
-event loop), or threads when measuring. A worker that dies is replaced."""
+event loop), or threads when measuring. A worker that dies is replaced.
+
+While OCR reads a file's pages, the worker reports each page on a queue; a listener
+thread here hands it to the ``on_page`` the file's ``convert`` was given, on its
+event loop (the ingest's progress then counts pages, not only files)."""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ import asyncio
 import gc
 import multiprocessing
 import os
+import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from app.core.errors import IngestError
 from app.ingest.convert.converter import Converter, ConverterConfig
@@ -20,6 +25,7 @@ from app.ingest.convert.results import ConvertOutcome
 from app.ingest.file_errors import short_error
 
 ExecutorKind = Literal["process", "thread"]
+PageReport = Callable[[int, int], None]  # (pages read, pages to read) of one file
 
 
 class ConversionPool:
@@ -32,24 +38,41 @@ class ConversionPool:
         self.kind = kind
         self._executor: Executor | None = None
         self._starting = asyncio.Lock()
+        self._pages: Any = None  # the queue workers report OCR pages on: (path, read, total)
+        self._on_page: dict[str, PageReport] = {}  # path → where its pages are reported
 
     def _ensure(self) -> Executor:
         if self._executor is None:
             if self.kind == "process":
+                context = multiprocessing.get_context("spawn")
+                self._pages = context.Queue()
                 self._executor = ProcessPoolExecutor(
                     max_workers=self.workers,
-                    mp_context=multiprocessing.get_context("spawn"),
+                    mp_context=context,
                     initializer=_init_worker,
-                    initargs=(self.config,),
+                    initargs=(self.config, self._pages),
                 )
             else:
+                self._pages = queue.SimpleQueue()
                 self._executor = ThreadPoolExecutor(
                     max_workers=self.workers,
                     thread_name_prefix="fathom-convert",
                     initializer=_init_thread_worker,
-                    initargs=(self.config,),
+                    initargs=(self.config, self._pages),
                 )
+            threading.Thread(target=self._listen, args=(self._pages,), name="fathom-ocr-pages", daemon=True).start()
         return self._executor
+
+    def _listen(self, pages: Any) -> None:
+        """Hand each page report to its file's ``on_page`` until the pool shuts down."""
+        while True:
+            report = pages.get()
+            if report is None:
+                return
+            path, read, total = report
+            on_page = self._on_page.get(path)
+            if on_page is not None:
+                on_page(read, total)
 
     async def start(self) -> None:
         """Start the workers from a helper thread: spawning a process (and sending it
@@ -65,12 +88,16 @@ class ConversionPool:
             for ping in pings:
                 ping.result()
 
-    async def convert(self, path: Path) -> ConvertOutcome:
+    async def convert(self, path: Path, on_page: PageReport | None = None) -> ConvertOutcome:
+        """Convert one file; ``on_page`` (called on this event loop) hears of each page OCR reads."""
         loop = asyncio.get_running_loop()
         await self.start()
         fn: Callable[[str], ConvertOutcome] = _convert_in_worker if self.kind == "process" else _convert_in_thread
+        key = str(path)
+        if on_page is not None:
+            self._on_page[key] = lambda read, total: _call_soon(loop, on_page, read, total)
         try:
-            return await loop.run_in_executor(self._ensure(), fn, str(path))
+            return await loop.run_in_executor(self._ensure(), fn, key)
         except Exception as exc:
             from concurrent.futures.process import BrokenProcessPool
 
@@ -79,21 +106,34 @@ class ConversionPool:
                 self.shutdown()
                 return ConvertOutcome(error="The converter crashed on this file (it may be damaged or too large).")
             raise
+        finally:
+            self._on_page.pop(key, None)
 
     def shutdown(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+            self._pages.put(None)  # the listener's end
+            self._pages = None
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: PageReport, read: int, total: int) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, read, total)
+    except RuntimeError:  # the loop closed meanwhile: nobody is listening
+        pass
 
 
 # -- in a worker process ----------------------------------------------------------
 
 _worker_converter: Converter | None = None
+_worker_pages: Any = None
 GC_THRESHOLD = 10_000  # allocations before a young-generation collection (Python's default: 700)
 
 
-def _init_worker(config: ConverterConfig) -> None:
-    global _worker_converter
+def _init_worker(config: ConverterConfig, pages: Any) -> None:
+    global _worker_converter, _worker_pages
+    _worker_pages = pages
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     _worker_converter = Converter(config)
@@ -111,24 +151,27 @@ def _convert_in_worker(path: str) -> ConvertOutcome:
     converter = _worker_converter
     if converter is None:  # pragma: no cover - the initializer always runs first
         raise RuntimeError("conversion worker not initialised")
-    return _outcome(converter, path, in_process=True)
+    return _outcome(converter, path, _worker_pages, in_process=True)
 
 
 # -- in a worker thread -----------------------------------------------------------
 
-_thread_local_converters: dict[int, Converter] = {}
+_thread_local_converters: dict[int, tuple[Converter, Any]] = {}
 
 
-def _init_thread_worker(config: ConverterConfig) -> None:
-    _thread_local_converters[threading.get_ident()] = Converter(config)
+def _init_thread_worker(config: ConverterConfig, pages: Any) -> None:
+    _thread_local_converters[threading.get_ident()] = (Converter(config), pages)
 
 
 def _convert_in_thread(path: str) -> ConvertOutcome:
-    return _outcome(_thread_local_converters[threading.get_ident()], path, in_process=False)
+    converter, pages = _thread_local_converters[threading.get_ident()]
+    return _outcome(converter, path, pages, in_process=False)
 
 
-def _outcome(converter: Converter, path: str, *, in_process: bool) -> ConvertOutcome:
-    """Convert, and turn any failure into the sentence that goes back to the pipeline."""
+def _outcome(converter: Converter, path: str, pages: Any, *, in_process: bool) -> ConvertOutcome:
+    """Convert, and turn any failure into the sentence that goes back to the pipeline;
+    each page OCR reads is reported on ``pages`` as (path, read, total)."""
+    converter.pages.on_page = lambda read, total: pages.put((path, read, total))
     try:
         return ConvertOutcome(document=converter.convert(Path(path)))
     except IngestError as exc:

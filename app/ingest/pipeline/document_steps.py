@@ -37,7 +37,8 @@ class DocumentSteps:
         await self.store(self._index_blocking, batch)
         for job in batch:
             self.progress.work_finished()
-            self.progress.file_done(job.path, "indexed", job.piece_count)
+            note = job.converted.note if job.converted else ""
+            self.progress.file_done(job.path, "indexed", job.piece_count, reason=note)
 
     def _index_blocking(self, batch: list[Job]) -> None:
         self.ledger.index(self.collection, [indexed_write(job, self.collection) for job in batch])

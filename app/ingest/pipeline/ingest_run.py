@@ -31,6 +31,7 @@ redoing a document writes exactly the chunks an uninterrupted run would have.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, Sequence
 from concurrent.futures import Executor
 from contextlib import aclosing
@@ -74,6 +75,7 @@ class IngestPipeline:
         store_executor: Executor,
         embed_workers: int,
         max_file_mb: float,
+        ocr: bool = True,
     ) -> None:
         self.ledger = ledger
         self.catalog = ledger.catalog  # reads and ingest-run bookkeeping
@@ -83,6 +85,7 @@ class IngestPipeline:
         self.store_executor = store_executor
         self.embed_workers = max(1, embed_workers)
         self.max_file_mb = max_file_mb
+        self.ocr = ocr  # images are scanned in (and read by OCR) only when it is on
 
     async def run(self, collection: str, roots: Sequence[Path]) -> AsyncGenerator[IngestEvent, None]:
         """Index ``roots`` into ``collection``; documents under a root that are gone
@@ -143,7 +146,9 @@ class _Run:
             await _cancel_and_wait([warm_up])
 
     async def _work(self) -> None:
-        scanned: ScanResult = await asyncio.to_thread(scan, self.roots, self.p.max_file_mb)
+        scanned: ScanResult = await asyncio.to_thread(
+            functools.partial(scan, self.roots, self.p.max_file_mb, ocr=self.p.ocr)
+        )
         known = {d.path: d for d in await asyncio.to_thread(self.p.catalog.documents, self.collection)}
         gone = gone_documents(known, scanned, self.roots)
         self.progress.run_started(len(scanned.files) + len(scanned.skipped) + len(gone))
@@ -245,7 +250,9 @@ class _Run:
         try:
             self.progress.file_started(job.path)
             try:
-                outcome = await self.p.converters.convert(job.file.path)
+                outcome = await self.p.converters.convert(
+                    job.file.path, on_page=functools.partial(self.progress.page_read, job.path)
+                )
             except Exception as exc:  # the pool failed, not the file's reader: said for this file
                 outcome = ConvertOutcome(error=f"Conversion failed unexpectedly: {short_error(exc)}.")
             document = outcome.document

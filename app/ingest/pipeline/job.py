@@ -44,6 +44,7 @@ def indexed_write(job: Job, collection: str) -> DocumentWrite:
             mtime=job.file.mtime,
             status=DocumentStatus.INDEXED,
             title=job.converted.title,
+            error=job.converted.note,  # shown beside the document: "3 of 5 pages read by OCR"
         ),
         previous=job.previous,
         chunks=chunks_of(job, collection),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypedDict
 
 from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
@@ -77,6 +78,7 @@ class Progress:
         self.work_done = 0
         self.work_started: float | None = None
         self.current = ""
+        self.ocr = ""
         self.last_progress = 0.0
 
     def run_started(self, total: int) -> None:
@@ -91,6 +93,11 @@ class Progress:
     def file_started(self, path: str) -> None:
         self.current = path
         self.emit(FileStarted(collection=self.collection, path=path))
+
+    def page_read(self, path: str, read: int, total: int) -> None:
+        """OCR read page ``read`` of ``total`` of this file (slow: seconds a page), said at once."""
+        self.ocr = "" if read >= total else f"{Path(path).name}: OCR, page {read} of {total}"
+        self.update(force=True)
 
     def work_finished(self) -> None:
         """One file that needed converting is through (stored, or failed)."""
@@ -122,6 +129,7 @@ class Progress:
                 total_files=self.total,
                 chunks=self.tally.chunks,
                 current=self.current,
+                ocr=self.ocr,
                 files_per_s=rate,
                 eta_s=eta,
             )
