@@ -111,7 +111,9 @@ TEXT_NAMES: frozenset[str] = frozenset(
     {"license", "licence", "readme", "copying", "notice", "authors", "changelog", "makefile", "dockerfile"}
 )
 
-FileKind = Literal["docling", "text", "image"]
+FileKind = Literal["docling", "text", "image", "mbox"]
+
+MAIL_ARCHIVE_SUFFIXES = frozenset({".mbox"})  # read by Fathom itself, message by message
 
 
 def file_kind(path: Path) -> FileKind | None:
@@ -119,6 +121,8 @@ def file_kind(path: Path) -> FileKind | None:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES or path.name.lower() in TEXT_NAMES:
         return "text"
+    if suffix in MAIL_ARCHIVE_SUFFIXES:
+        return "mbox"
     if suffix in docling_suffixes():
         return "docling"
     if suffix in image_suffixes():
@@ -131,7 +135,7 @@ def why_not_read(path: Path, *, ocr: bool = True) -> str | None:
     ``ocr``: whether OCR is on (images are read only with it)."""
     suffix = path.suffix.lower()
     kind = file_kind(path)
-    if kind == "text":
+    if kind in ("text", "mbox"):
         return None
     if kind == "image":
         if ocr:
@@ -151,4 +155,4 @@ def why_not_read(path: Path, *, ocr: bool = True) -> str | None:
 
 def supported_types_sentence() -> str:
     kinds = [fmt.suffixes[0].lstrip(".") for fmt in docling_formats() if not fmt.missing]
-    return f"Fathom reads {', '.join(kinds)} (and their variants), images (OCR), plain text and source code."
+    return f"Fathom reads {', '.join(kinds)} (and their variants), images (OCR), mbox, plain text and source code."

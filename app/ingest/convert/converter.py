@@ -15,6 +15,7 @@ from app.ingest.chunking.tokens import TokenCounter
 from app.ingest.convert.docling_files import DoclingFiles
 from app.ingest.convert.docling_setup import pdf_pipeline_for
 from app.ingest.convert.input_checks import check_document, read_head
+from app.ingest.convert.mailbox_files import convert_mbox_file
 from app.ingest.convert.ocr import PageReader
 from app.ingest.convert.ocr_files import convert_image_file
 from app.ingest.convert.results import ConvertedDocument
@@ -63,5 +64,7 @@ class Converter:
             return convert_text_file(path, self.counter, self.config.max_tokens)
         if kind == "image":
             return convert_image_file(path, self.pages, self.counter, self.config.max_tokens)
+        if kind == "mbox":
+            return convert_mbox_file(path, self.counter, self.config.max_tokens)
         check_document(path, head)
         return self._docling.convert(path)

@@ -14,12 +14,13 @@ class ConvertedDocument:
     pieces: tuple[ChunkPiece, ...]
     pages: int | None = None
     ocr_pages: int = 0  # pages whose text came from OCR (scanned PDF pages, image frames)
+    remark: str = ""  # anything else to say beside the document ("412 messages")
 
     @property
     def note(self) -> str:
         """What the user should know about how the text was read ("" when nothing)."""
         if not self.ocr_pages:
-            return ""
+            return self.remark
         if self.pages and self.pages != self.ocr_pages:
             return f"{self.ocr_pages} of {self.pages} pages read by OCR"
         return "read by OCR" if self.ocr_pages == 1 else f"read by OCR ({self.ocr_pages} pages)"

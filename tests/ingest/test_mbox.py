@@ -1,0 +1,86 @@
+"""An .mbox archive, written with Python's mailbox and email packages, indexed message by
+message: each cited under its own subject, with sender and date, whatever its charset,
+HTML-only or not, with its attachments named and an unreadable charset not losing it."""
+
+from __future__ import annotations
+
+import json
+import mailbox
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+
+def _message(subject: str, sender: str, body: str, *, charset: str = "utf-8") -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = "archive@harbour.example"
+    message["Subject"] = subject
+    message["Date"] = "Wed, 02 Dec 2026 08:30:00 +0000"
+    message.set_content(body, charset=charset)
+    return message
+
+
+def make_archive(path: Path) -> None:
+    plain = _message("Tide tables", "Ana Berg <ana@harbour.example>", "The heliotrope buoy marks the channel.")
+    latin = _message(
+        "Grüße", "Jörg <jorg@harbour.example>", "Grüße aus Köln: the bergamot crates arrived.", charset="iso-8859-1"
+    )
+    html = EmailMessage()
+    html["From"], html["Subject"] = "news@harbour.example", "Harbour news"
+    html.set_content("<html><body><p>The <b>samphire</b> harvest was early.</p></body></html>", subtype="html")
+    attached = _message("Cargo manifest", "bo@harbour.example", "The lichen samples are listed in the manifest.")
+    attached.add_attachment(b"crate 1: lichen\n", maintype="text", subtype="plain", filename="manifest.txt")
+    box = mailbox.mbox(str(path))
+    try:
+        for message in (plain, latin, html, attached):
+            box.add(message)
+        # a message that declares a charset no codec knows: read anyway, not lost
+        box.add(
+            b"From: odd@harbour.example\nSubject: Odd charset\nContent-Type: text/plain; charset=x-no-such-charset\n\n"
+            b"The tamarisk hedge needs cutting.\n"
+        )
+        box.flush()
+    finally:
+        box.close()
+
+
+def search(word: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["search", word, "-c", "mail", "--mode", "bm25", "--top-k", "1", "--json"]) == 0
+    (hit,) = json.loads(capsys.readouterr().out)
+    return dict(hit)
+
+
+def test_each_message_of_an_archive_is_found_under_its_subject(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "mail" / "harbour.mbox"
+    archive.parent.mkdir()
+    make_archive(archive)
+    assert main(["ingest", str(archive.parent), "--collection", "mail"]) == 0
+    err = capsys.readouterr().err
+    assert "chunks; 5 messages)" in err and "1 indexed" in err, err
+
+    hit = search("heliotrope", capsys)
+    assert hit["path"] == str(archive) and hit["headings"] == ["Tide tables"]
+    assert "From: Ana Berg <ana@harbour.example>" in str(hit["text"]) and "Date: Wed, 02 Dec 2026" in str(hit["text"])
+    hit = search("bergamot", capsys)
+    assert hit["headings"] == ["Grüße"] and "Grüße aus Köln" in str(hit["text"])
+    hit = search("samphire", capsys)
+    assert hit["headings"] == ["Harbour news"] and "The samphire harvest" in " ".join(str(hit["text"]).split())
+    assert "<b>" not in str(hit["text"])
+    hit = search("lichen", capsys)
+    assert hit["headings"] == ["Cargo manifest"] and "Attachments: manifest.txt" in str(hit["text"])
+    hit = search("tamarisk", capsys)
+    assert hit["headings"] == ["Odd charset"]
+
+
+def test_an_empty_archive_fails_with_a_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "empty.mbox").write_bytes(b"From nobody Wed Dec  2 08:30:00 2026\n\n")
+    assert main(["ingest", str(folder), "--collection", "mail", "--quiet"]) == 1
+    assert "empty.mbox: The mail archive holds no message with text to index." in capsys.readouterr().err
