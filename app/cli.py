@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "remove": "remove a collection or documents",
     "repair": "compare the catalog with the search index and fix what differs",
     "reindex": "embed a collection again with the current embedding model",
+    "watch": "keep collections in step with their folders (re-scan on every change)",
     "ask": "research a question and print a cited report",
     "history": "list past research runs",
     "show": "print one past research run",

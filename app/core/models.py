@@ -58,6 +58,7 @@ class Collection:
     dimension: int = 0
     documents: int = 0
     chunks: int = 0
+    watched: bool = True  # its folders are followed: changes on disk are indexed without asking
 
 
 @dataclass(frozen=True)

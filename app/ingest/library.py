@@ -230,6 +230,13 @@ class Library:
     async def set_description(self, name: str, description: str) -> None:
         await self._write(self.catalog.set_description, name, description.strip())
 
+    async def set_watched(self, name: str, watched: bool) -> None:
+        await self._write(self.catalog.set_watched, name, watched)
+
+    async def roots(self, name: str) -> list[Path]:
+        """The folders and files the collection was made from (what a re-scan walks)."""
+        return [Path(r) for r in await self._run(self.catalog.roots, name)]
+
     async def remove_collection(self, name: str) -> None:
         await self._run(self.catalog.require_collection, name)
         if name in self._ingesting:

@@ -18,6 +18,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("Fathom does not read", "not a format Fathom reads"),
     ("which is not installed on this computer", "needs software not installed"),
     ("read by OCR, which is turned off", "OCR turned off"),
+    ("The folder is not there, or empty", "folder offline"),
     ("Hidden ", "hidden"),
     (EMPTY_FILE, "empty"),
     ("Same content as", "a duplicate"),

@@ -112,6 +112,8 @@ class Catalog:
             )
             if "state" not in db.table(_COLLECTIONS).columns_dict:  # catalogs written before removal was marked
                 db.table(_COLLECTIONS).add_column("state", str, not_null_default=ACTIVE)
+            if "watched" not in db.table(_COLLECTIONS).columns_dict:  # catalogs written before watched folders
+                db.table(_COLLECTIONS).add_column("watched", int, not_null_default=1)
             db.table(_DOCUMENTS).create(
                 {
                     "doc_id": str,
@@ -236,6 +238,7 @@ class Catalog:
             dimension=int(row["dimension"] or 0),
             documents=int(counts["documents"]),
             chunks=int(counts["chunks"]),
+            watched=bool(row.get("watched", 1)),
         )
 
     def create_collection(
@@ -261,6 +264,12 @@ class Catalog:
         self.require_collection(name)
         with self.transaction():
             self.db.table(_COLLECTIONS).update(name, {"description": description, "updated": time.time()})
+
+    def set_watched(self, name: str, watched: bool) -> None:
+        """Whether the collection's folders are followed (changes indexed without asking)."""
+        self.require_collection(name)
+        with self.transaction():
+            self.db.table(_COLLECTIONS).update(name, {"watched": int(watched), "updated": time.time()})
 
     def set_embedding(self, name: str, embedding_model: str, dimension: int) -> None:
         self.require_collection(name)

@@ -58,6 +58,27 @@ def duplicate_of(content_hash: str, path: str, known: dict[str, Document], claim
     return None
 
 
+OFFLINE = (
+    "The folder is not there, or empty: an unplugged drive or an offline network share? "
+    "Its documents are kept, and the next scan after it is back picks up what changed."
+)
+
+
+def offline_roots(known: dict[str, Document], scanned: ScanResult, roots: list[Path]) -> list[Path]:
+    """Roots whose documents must not be taken for deleted: a folder that is not there
+    (a drive unplugged, a share offline) or that shows nothing at all (an empty mount
+    point), while the catalog holds documents under it."""
+    seen = [display_path(f.path) for f in scanned.files] + [s.path for s in scanned.skipped]
+    offline = []
+    for root in roots:
+        text = display_path(root)
+        if not any(is_under(path, text) and path != text for path in known):
+            continue  # nothing indexed under it: nothing to keep
+        if not os.path.exists(root) or (root.is_dir() and not any(is_under(p, text) for p in seen)):
+            offline.append(root)
+    return offline
+
+
 def gone_documents(known: dict[str, Document], scanned: ScanResult, roots: list[Path]) -> list[Document]:
     """Documents under one of ``roots`` that the scan no longer found."""
     seen = {display_path(f.path) for f in scanned.files} | {s.path for s in scanned.skipped}

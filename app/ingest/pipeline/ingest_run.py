@@ -49,7 +49,14 @@ from app.ingest.convert.worker_pool import ConversionPool
 from app.ingest.embedder import Embedder
 from app.ingest.file_errors import EMPTY_FILE, short_error, unreadable
 from app.ingest.paths import absolute, display_path
-from app.ingest.pipeline.change_detection import content_hash_of, duplicate_of, gone_documents, is_unchanged
+from app.ingest.pipeline.change_detection import (
+    OFFLINE,
+    content_hash_of,
+    duplicate_of,
+    gone_documents,
+    is_unchanged,
+    offline_roots,
+)
 from app.ingest.pipeline.document_steps import DocumentSteps
 from app.ingest.pipeline.embed_batches import EMBED_BATCH, Batcher, EmbedCall, deliver
 from app.ingest.pipeline.job import Job
@@ -150,8 +157,14 @@ class _Run:
             functools.partial(scan, self.roots, self.p.max_file_mb, ocr=self.p.ocr)
         )
         known = {d.path: d for d in await asyncio.to_thread(self.p.catalog.documents, self.collection)}
-        gone = gone_documents(known, scanned, self.roots)
-        self.progress.run_started(len(scanned.files) + len(scanned.skipped) + len(gone))
+        offline = offline_roots(known, scanned, self.roots)
+        # said for each such folder (not recorded as a document); nothing under it is taken for deleted
+        shown = sorted(display_path(root) for root in offline)
+        scanned.skipped = [s for s in scanned.skipped if s.path not in shown]
+        gone = gone_documents(known, scanned, [root for root in self.roots if root not in offline])
+        self.progress.run_started(len(scanned.files) + len(scanned.skipped) + len(gone) + len(shown))
+        for path in shown:
+            self.progress.file_done(path, "skipped", reason=OFFLINE)
 
         for doc in gone:
             await self.steps.removed(doc)
