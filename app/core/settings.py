@@ -81,6 +81,7 @@ class IngestSettings:
     chunk_max_tokens: int = 256
     workers: int = 0  # embedding threads; 0: one per core (app/ingest/pipeline/machine.py)
     ocr: bool = True  # read scanned PDF pages and image files with OCR (slow on a CPU: seconds a page)
+    watch_folders: bool = True  # the window follows watched collections' folders (re-scans on changes)
 
 
 @dataclass(frozen=True)

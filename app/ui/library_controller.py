@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, Signal
 from app.core.errors import EmbeddingMismatch, FathomError
 from app.core.events import IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.core.models import Collection
+from app.ui.folder_follower import FolderFollower
 from app.ui.formatting import count
 from app.ui.library_model import CollectionRow, library_rows
 from app.ui.tasks import TaskKeeper, run_blocking
@@ -95,11 +96,34 @@ class LibraryController(QObject):
         self._refreshing = asyncio.Lock()
         self._refresh_asked = 0  # refreshes asked for so far
         self._refresh_read = 0  # the last of them that a finished read answers
+        self.folders = FolderFollower(self.rescan, lambda: self.ingesting)  # watched folders' re-scans
 
     # -- state ------------------------------------------------------------
     @property
     def library(self) -> Library | None:
         return self._library
+
+    def start_following(self) -> None:
+        """Follow the watched collections' folders (at start-up, once the library is open)."""
+        if self._library is not None and not self.folders.following:
+            self._tasks.start(self.folders.start(self._library), "watch the folders")
+
+    async def stop_following(self) -> None:
+        await self.folders.stop()
+
+    async def set_watched(self, name: str, on: bool) -> None:
+        """Follow (or stop following) collection ``name``'s folders; a collection turned on is re-scanned."""
+        library = self._library
+        if library is None:
+            return
+        await library.set_watched(name, on)
+        if on:
+            await self.folders.follow(library, name)
+            self.folders.changed(name)
+        else:
+            self.folders.unfollow(name)
+        self._say(f"{name}: {'changes in its folders are indexed as they happen' if on else 'no longer followed'}.")
+        await self.refresh()
 
     def set_library(self, library: Library | None) -> None:
         self._library = library
@@ -139,7 +163,13 @@ class LibraryController(QObject):
         if self.ingesting and settings.embedding != library.settings.embedding:
             self._say("The new embedding model is used once the indexing in progress ends.", 0)
         await self.wait_until_idle()
+        following_was = library.settings.ingest.watch_folders
         await library.use_settings(settings)
+        if settings.ingest.watch_folders != following_was:  # turned on or off in Settings
+            if settings.ingest.watch_folders:
+                self.start_following()
+            else:
+                await self.folders.stop()
         stale = await library.collections_needing_reindex()
         if not stale:
             return
@@ -198,6 +228,7 @@ class LibraryController(QObject):
 
     def _ended(self) -> None:
         self._ingest_task = None
+        asyncio.get_running_loop().call_soon(self.folders.next)  # changes that came meanwhile
         self._indexing_stale = False
         if self.indexing:
             self.indexing = []
@@ -225,6 +256,11 @@ class LibraryController(QObject):
         if collection is None:
             collection = await run_blocking(collection_name_for, found, name="name the collection")
         await self._run_ingest(found, collection)
+        library = self._library
+        if library is not None and self.folders.following:
+            watched = {c.name: c.watched for c in await library.collections()}
+            if watched.get(collection):
+                await self.folders.follow(library, collection)
 
     def rescan(self, collection: str) -> None:
         """Index new and changed files of ``collection``, drop deleted ones."""

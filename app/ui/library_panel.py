@@ -139,6 +139,13 @@ class LibraryPanel(QWidget):
         self.rescan_action.triggered.connect(self._on_rescan)
         self.remove_action = QAction("Remove…", self)
         self.remove_action.triggered.connect(self._on_remove)
+        self.follow_action = QAction("Follow changes in its folders", self)
+        self.follow_action.setCheckable(True)
+        self.follow_action.setToolTip(
+            "New, changed, renamed and deleted files in the collection's folders are indexed without asking"
+        )
+        self.follow_action.toggled.connect(self._on_follow)
+        self.watched: dict[str, bool] = {}  # collection → followed
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._context_menu)
         self.ingest.stop_button.clicked.connect(self.controller.stop_ingest)
@@ -228,6 +235,7 @@ class LibraryPanel(QWidget):
         """Show the catalog (the rows were built off the GUI thread; the model applies
         them a slice at a time, keeping expansion and selection)."""
         self.model.show(rows)
+        self.watched = {c.name: c.watched for c in collections}
         current = self.target.currentText()
         self.target.blockSignals(True)
         self.target.clear()
@@ -297,11 +305,22 @@ class LibraryPanel(QWidget):
         if selected is not None and selected[0] == "collection":
             self.controller.reindex(selected[1])
 
+    def _on_follow(self, on: bool) -> None:
+        selected = self._selected()
+        if selected is not None and selected[0] == "collection":
+            self._tasks.start(self.controller.set_watched(selected[1], on), "follow the folders")
+
     def _context_menu(self, position: QPoint) -> None:
         if self._selected() is None:
             return
         menu = QMenu(self.tree)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        selected = self._selected()
+        if selected is not None and selected[0] == "collection":
+            self.follow_action.blockSignals(True)
+            self.follow_action.setChecked(self.watched.get(selected[1], True))
+            self.follow_action.blockSignals(False)
+            menu.addAction(self.follow_action)
         for act in (self.rescan_action, self.reindex_action, self.remove_action):
             menu.addAction(act)
         menu.popup(self.tree.viewport().mapToGlobal(position))

@@ -279,6 +279,8 @@ class MainWindow(QMainWindow):
         self.research_panel.set_running(False, ready=True)
         self.state_label.setText("Ready")
         self.ready.emit()
+        if self.services.settings.ingest.watch_folders:
+            self.library_controller.start_following()  # catches up with what changed while closed
         if not self.services.settings.ui.first_run_done:
             self.open_setup()
 
@@ -531,6 +533,7 @@ class MainWindow(QMainWindow):
         self._closing = True
         self.runs.close()
         self.library_controller.stop_ingest()
+        await self.library_controller.stop_following()
         self.downloads.cancel_all()
         await self.save_geometry()
         await self.stop_run()

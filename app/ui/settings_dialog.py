@@ -230,6 +230,13 @@ class SettingsDialog(SettingsForm):
             "Text is read from the pixels of PDF pages without a text layer and of image files "
             "(PNG, JPEG, TIFF, …), offline. Slow on a CPU: a few seconds a page."
         )
+        self.watch_folders = QCheckBox("Follow changes in the collections' folders")
+        self.watch_folders.setObjectName("watchFolders")
+        self.watch_folders.setChecked(s.ingest.watch_folders)
+        self.watch_folders.setToolTip(
+            "New, changed, renamed and deleted files are indexed as they happen, and what changed while "
+            "Fathom was closed at start-up (a collection can be turned off in its right-click menu)"
+        )
         data_dir = self._data_dir = QLabel(str(paths.data_dir))
         data_dir.setObjectName("dataDir")
         data_dir.setTextInteractionFlags(data_dir.textInteractionFlags() | _selectable())
@@ -243,6 +250,7 @@ class SettingsDialog(SettingsForm):
         form.addRow("Chunk size (tokens)", self.chunk_tokens)
         form.addRow("Largest file (MB)", self.max_file_mb)
         form.addRow("OCR", self.ocr)
+        form.addRow("Folders", self.watch_folders)
         form.addRow("Data folder", data_dir)
         form.addRow("Settings file", settings_file)
         note = QLabel(
@@ -344,6 +352,7 @@ class SettingsDialog(SettingsForm):
                 chunk_max_tokens=self.chunk_tokens.value(),
                 max_file_mb=self.max_file_mb.value(),
                 ocr=self.ocr.isChecked(),
+                watch_folders=self.watch_folders.isChecked(),
             ),
             research=ResearchSettings(
                 mode=str(self.mode.currentData()),

@@ -139,6 +139,7 @@ def real_window(
         base,
         model=dataclasses.replace(base.model, backend="llamacpp", temperature=0.0),
         ui=dataclasses.replace(base.ui, first_run_done=True),
+        ingest=dataclasses.replace(base.ingest, watch_folders=False),
     )
     services = Services(settings, paths)
     win = MainWindow(services)
@@ -177,9 +178,12 @@ def fill_research_panel(
 
 
 @contextmanager
-def started_window(qtbot: Any) -> Iterator[MainWindow]:
-    """The window with default settings (FATHOM_HOME: the test's), started: its library open."""
-    services = Services(Settings(), app_paths().ensure())
+def started_window(qtbot: Any, *, watch_folders: bool = False) -> Iterator[MainWindow]:
+    """The window with default settings (FATHOM_HOME: the test's), started: its library open.
+    Folders are not followed unless asked: a test that changes files re-scans when it says so."""
+    base = Settings()
+    settings = dataclasses.replace(base, ingest=dataclasses.replace(base.ingest, watch_folders=watch_folders))
+    services = Services(settings, app_paths().ensure())
     win = MainWindow(services)
     qtbot.addWidget(win)
     win.show()
