@@ -1,6 +1,6 @@
 """Watched folders in the window: a dropped folder is followed, so a file written into it
 later is indexed and searchable without anyone pressing anything; a collection turned off
-in its right-click menu is no longer followed. The real window and Library, a real
+in its right-click menu is no longer followed; Settings turn following off and on. The real window and Library, a real
 filesystem (inotify through watchdog); the test waits on the window's signals."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from helpers import await_in_test, drop_paths, started_window
+from PySide6.QtWidgets import QDialogButtonBox
 
 from app.ui.main_window import MainWindow
+from app.ui.settings_dialog import SettingsDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -50,3 +52,23 @@ def test_a_file_written_into_a_dropped_folder_is_indexed_without_asking(
     await_in_test(qtbot, panel.controller.set_watched("logbook", False))
     assert not panel.controller.folders.watches("logbook") and panel.watched["logbook"] is False
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
+
+
+def test_settings_turn_following_off_and_on(qtbot: Any, window: MainWindow, tmp_path: Path) -> None:
+    controller = window.library_panel.controller
+    qtbot.waitUntil(lambda: controller.folders.following, timeout=30_000)
+    library = window.services.library
+    assert library is not None
+
+    def save(on: bool) -> None:
+        dialog: SettingsDialog = await_in_test(qtbot, window.open_settings())
+        assert dialog.watch_folders.isChecked() is not on
+        dialog.watch_folders.setChecked(on)
+        with qtbot.waitSignal(dialog.saved, timeout=5000):
+            dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save).click()
+        qtbot.waitUntil(lambda: library.settings.ingest.watch_folders is on, timeout=10_000)
+
+    save(False)
+    qtbot.waitUntil(lambda: not controller.folders.following, timeout=10_000)
+    save(True)
+    qtbot.waitUntil(lambda: controller.folders.following, timeout=10_000)
