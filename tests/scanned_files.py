@@ -100,3 +100,20 @@ def make_scanned_files(folder: Path) -> dict[str, Path]:
     pages[0].copy().save(files["png"])
     pages[0].copy().save(files["tiff"], save_all=True, append_images=[pages[1].copy()])
     return files
+
+
+def edit_distance(found: str, truth: str) -> int:
+    """Levenshtein distance between the two texts, whitespace collapsed."""
+    a, b = " ".join(found.split()), " ".join(truth.split())
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i]
+        for j, cb in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def character_error_rate(found: str, truth: str) -> float:
+    """Edit distance over the length of the truth (whitespace collapsed)."""
+    return edit_distance(found, truth) / max(1, len(" ".join(truth.split())))

@@ -88,11 +88,6 @@ class FolderWatcher:
         with self._lock:
             return sorted(self._roots)
 
-    def missing(self, collection: str) -> list[Path]:
-        """The collection's folders that were not there at the last look (offline)."""
-        with self._lock:
-            return [r for r in self._roots.get(collection, []) if r in self._missing]
-
     def close(self) -> None:
         self._stop.set()
         self._observer.stop()

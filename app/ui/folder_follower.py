@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.ui.tasks import run_blocking
@@ -85,10 +84,6 @@ class FolderFollower:
 
     def watches(self, name: str) -> bool:
         return self._watcher is not None and name in self._watcher.watched()
-
-    def missing(self, name: str) -> list[Path]:
-        """The collection's folders that are not there now (an unplugged drive)."""
-        return self._watcher.missing(name) if self._watcher is not None else []
 
     def changed(self, name: str) -> None:
         if name not in self.due:

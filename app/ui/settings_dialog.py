@@ -69,6 +69,14 @@ def _combo(items: dict[str, str], current: str) -> QComboBox:
     return combo
 
 
+def _check(text: str, name: str, checked: bool, tip: str) -> QCheckBox:
+    box = QCheckBox(text)
+    box.setObjectName(name)
+    box.setChecked(checked)
+    box.setToolTip(tip)
+    return box
+
+
 def _spin(low: int, high: int, value: int, step: int = 1) -> QSpinBox:
     spin = QSpinBox()
     spin.setRange(low, high)
@@ -223,19 +231,19 @@ class SettingsDialog(SettingsForm):
         self.milvus_uri.setToolTip("A file path means Milvus Lite; http://host:19530 a Milvus server")
         self.chunk_tokens = _spin(64, 4096, s.ingest.chunk_max_tokens, 32)
         self.max_file_mb = _spin(1, 10_000, s.ingest.max_file_mb)
-        self.ocr = QCheckBox("Read scanned PDF pages and images (OCR)")
-        self.ocr.setObjectName("ocr")
-        self.ocr.setChecked(s.ingest.ocr)
-        self.ocr.setToolTip(
+        self.ocr = _check(
+            "Read scanned PDF pages and images (OCR)",
+            "ocr",
+            s.ingest.ocr,
             "Text is read from the pixels of PDF pages without a text layer and of image files "
-            "(PNG, JPEG, TIFF, …), offline. Slow on a CPU: a few seconds a page."
+            "(PNG, JPEG, TIFF, …), offline. Slow on a CPU: a few seconds a page.",
         )
-        self.watch_folders = QCheckBox("Follow changes in the collections' folders")
-        self.watch_folders.setObjectName("watchFolders")
-        self.watch_folders.setChecked(s.ingest.watch_folders)
-        self.watch_folders.setToolTip(
+        self.watch_folders = _check(
+            "Follow changes in the collections' folders",
+            "watchFolders",
+            s.ingest.watch_folders,
             "New, changed, renamed and deleted files are indexed as they happen, and what changed while "
-            "Fathom was closed at start-up (a collection can be turned off in its right-click menu)"
+            "Fathom was closed at start-up (a collection can be turned off in its right-click menu)",
         )
         data_dir = self._data_dir = QLabel(str(paths.data_dir))
         data_dir.setObjectName("dataDir")

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from locate_data import shared_data_dir  # noqa: E402
+from scanned_files import edit_distance  # noqa: E402
 
 from app.ingest.convert.ocr import PageReader  # noqa: E402
 
@@ -62,16 +63,6 @@ def scans(pdf: bytes, dpi: int) -> list[np.ndarray]:
         document.close()
 
 
-def edit_distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i]
-        for j, cb in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=8)
@@ -92,10 +83,10 @@ def main() -> None:
         started = time.perf_counter()
         found = reader.read(image)
         seconds.append(time.perf_counter() - started)
-        a, b = " ".join(found.split()), " ".join(truth.split())
-        errors.append(edit_distance(a, b))
-        lengths.append(len(b))
-        print(f"  page {len(seconds)}: {seconds[-1]:.2f} s, {len(b)} characters, CER {errors[-1] / max(1, len(b)):.3f}")
+        length = len(" ".join(truth.split()))
+        errors.append(edit_distance(found, truth))
+        lengths.append(length)
+        print(f"  page {len(seconds)}: {seconds[-1]:.2f} s, {length} characters, CER {errors[-1] / max(1, length):.3f}")
     p95 = float(np.percentile(seconds, 95))
     print(
         f"per page: median {statistics.median(seconds):.2f} s, p95 {p95:.2f} s "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ingest_files import paths_in
-from scanned_files import PAGE_TEXTS, image_pdf, make_scanned_files, rasterise, text_pdf
+from scanned_files import PAGE_TEXTS, character_error_rate, image_pdf, make_scanned_files, rasterise, text_pdf
 
 from app.cli import main
 from app.core.events import IngestProgress
@@ -17,18 +17,6 @@ from app.core.settings import Settings
 from app.ingest.convert.ocr import PageReader, scanned_pages
 from app.ingest.library import Library
 from app.store.catalog import Catalog
-
-
-def character_error_rate(found: str, truth: str) -> float:
-    """Levenshtein distance over the length of the truth, spaces normalised."""
-    a, b = " ".join(found.split()), " ".join(truth.split())
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i]
-        for j, cb in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1] / max(1, len(b))
 
 
 def hits_for(word: str, collection: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
