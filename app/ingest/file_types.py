@@ -7,6 +7,7 @@ by the same answer.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Literal
 
@@ -111,9 +112,10 @@ TEXT_NAMES: frozenset[str] = frozenset(
     {"license", "licence", "readme", "copying", "notice", "authors", "changelog", "makefile", "dockerfile"}
 )
 
-FileKind = Literal["docling", "text", "image", "mbox"]
+FileKind = Literal["docling", "text", "image", "mail"]
 
-MAIL_ARCHIVE_SUFFIXES = frozenset({".mbox"})  # read by Fathom itself, message by message
+# read by Fathom itself (app/ingest/convert/mail_files.py): messages, archives message by message
+MAIL_SUFFIXES = frozenset({".eml", ".msg", ".mbox"})
 
 
 def file_kind(path: Path) -> FileKind | None:
@@ -121,8 +123,8 @@ def file_kind(path: Path) -> FileKind | None:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES or path.name.lower() in TEXT_NAMES:
         return "text"
-    if suffix in MAIL_ARCHIVE_SUFFIXES:
-        return "mbox"
+    if suffix in MAIL_SUFFIXES:
+        return "mail"
     if suffix in docling_suffixes():
         return "docling"
     if suffix in image_suffixes():
@@ -135,7 +137,14 @@ def why_not_read(path: Path, *, ocr: bool = True) -> str | None:
     ``ocr``: whether OCR is on (images are read only with it)."""
     suffix = path.suffix.lower()
     kind = file_kind(path)
-    if kind in ("text", "mbox"):
+    if kind == "text":
+        return None
+    if kind == "mail":
+        if suffix == ".msg" and importlib.util.find_spec("oxmsg") is None:
+            return (
+                "Reading .msg files needs the python-oxmsg package, which is not installed. "
+                "Install it, then re-scan the collection."
+            )
         return None
     if kind == "image":
         if ocr:
@@ -155,4 +164,7 @@ def why_not_read(path: Path, *, ocr: bool = True) -> str | None:
 
 def supported_types_sentence() -> str:
     kinds = [fmt.suffixes[0].lstrip(".") for fmt in docling_formats() if not fmt.missing]
-    return f"Fathom reads {', '.join(kinds)} (and their variants), images (OCR), mbox, plain text and source code."
+    return (
+        f"Fathom reads {', '.join(kinds)} (and their variants), images (OCR), mail (eml, msg, mbox), "
+        "plain text and source code."
+    )

@@ -33,8 +33,10 @@ def test_every_docling_format_is_read_or_said_why_not() -> None:
         single = [e for e in FormatToExtensions.get(fmt, []) if "." not in e]
         left_to_text = all(f".{e.lower()}" in formats.TEXT_FIRST for e in single)
         assert (fmt.value in read) != (fmt.value in formats.NOT_OFFLINE or left_to_text), fmt
-    for suffix in (".odt", ".ods", ".odp", ".epub", ".eml", ".msg", ".mhtml", ".nxml", ".boxnote", ".pages", ".docm"):
+    for suffix in (".odt", ".ods", ".odp", ".epub", ".mhtml", ".nxml", ".boxnote", ".pages", ".docm"):
         assert file_kind(Path(f"a{suffix}")) == "docling", suffix
+    for suffix in (".eml", ".msg", ".mbox"):  # Fathom's own mail reader: messages and their attachments
+        assert file_kind(Path(f"a{suffix}")) == "mail", suffix
     for suffix in (".txt", ".json", ".xml", ".tex", ".vtt"):  # Fathom's own text reader keeps these
         assert file_kind(Path(f"a{suffix}")) == "text", suffix
     assert file_kind(Path("scan.png")) == "image" and why_not_read(Path("scan.png")) is None  # read by OCR
@@ -71,7 +73,7 @@ def test_the_mail_headers_are_part_of_the_message_text(tmp_path: Path, capsys: p
     capsys.readouterr()
     assert main(["search", "toadflax", "-c", "mail", "--mode", "bm25", "--json"]) == 0
     (hit,) = json.loads(capsys.readouterr().out)
-    assert "ana@example.org" in hit["text"] and hit["title"] == "The harbour ledger"
+    assert "ana@example.org" in hit["text"] and hit["title"] == "The harbour ledger — Ana Berg, 1 Dec 2026"
 
 
 def test_legacy_office_files_without_libreoffice_are_skipped_saying_what_to_install(

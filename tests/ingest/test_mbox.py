@@ -1,6 +1,6 @@
 """An .mbox archive, written with Python's mailbox and email packages, indexed message by
 message: each cited under its own subject, with sender and date, whatever its charset,
-HTML-only or not, with its attachments named and an unreadable charset not losing it."""
+HTML-only or not, with its attachments named and read, and an unreadable charset not losing it."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_each_message_of_an_archive_is_found_under_its_subject(
     make_archive(archive)
     assert main(["ingest", str(archive.parent), "--collection", "mail"]) == 0
     err = capsys.readouterr().err
-    assert "chunks; 5 messages)" in err and "1 indexed" in err, err
+    assert "chunks; 5 messages; 1 attachment read)" in err and "1 indexed" in err, err
 
     hit = search("heliotrope", capsys)
     assert hit["path"] == str(archive) and hit["headings"] == ["Tide tables"]
@@ -72,8 +72,12 @@ def test_each_message_of_an_archive_is_found_under_its_subject(
     hit = search("samphire", capsys)
     assert hit["headings"] == ["Harbour news"] and "The samphire harvest" in " ".join(str(hit["text"]).split())
     assert "<b>" not in str(hit["text"])
-    hit = search("lichen", capsys)
+    hit = search("samples", capsys)
     assert hit["headings"] == ["Cargo manifest"] and "Attachments: manifest.txt" in str(hit["text"])
+    hit = search("crate", capsys)  # the attachment, read as its own source linked to the message
+    assert hit["headings"] == ["Cargo manifest", "manifest.txt"] and hit["title"] == (
+        "manifest.txt, attached to Cargo manifest — bo@harbour.example, 2 Dec 2026"
+    )
     hit = search("tamarisk", capsys)
     assert hit["headings"] == ["Odd charset"]
 
@@ -83,4 +87,4 @@ def test_an_empty_archive_fails_with_a_sentence(tmp_path: Path, capsys: pytest.C
     folder.mkdir()
     (folder / "empty.mbox").write_bytes(b"From nobody Wed Dec  2 08:30:00 2026\n\n")
     assert main(["ingest", str(folder), "--collection", "mail", "--quiet"]) == 1
-    assert "empty.mbox: The mail archive holds no message with text to index." in capsys.readouterr().err
+    assert "empty.mbox: The mail holds no message with text to index." in capsys.readouterr().err

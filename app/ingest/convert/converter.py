@@ -15,12 +15,14 @@ from app.ingest.chunking.tokens import TokenCounter
 from app.ingest.convert.docling_files import DoclingFiles
 from app.ingest.convert.docling_setup import pdf_pipeline_for
 from app.ingest.convert.input_checks import check_document, read_head
-from app.ingest.convert.mailbox_files import convert_mbox_file
+from app.ingest.convert.mail_files import MailReader
 from app.ingest.convert.ocr import PageReader
 from app.ingest.convert.ocr_files import convert_image_file
 from app.ingest.convert.results import ConvertedDocument
 from app.ingest.convert.text_files import convert_text_file
 from app.ingest.file_types import file_kind, why_not_read
+
+MAX_ATTACHMENT_DEPTH = 2  # a message's attachments, and those of a message attached to it
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,9 @@ class Converter:
         )
 
     def convert(self, path: Path) -> ConvertedDocument:
+        return self._convert(path, depth=0)
+
+    def _convert(self, path: Path, depth: int) -> ConvertedDocument:
         kind = file_kind(path)
         not_read = why_not_read(path, ocr=self.config.ocr)
         if kind is None or not_read is not None:
@@ -64,7 +69,9 @@ class Converter:
             return convert_text_file(path, self.counter, self.config.max_tokens)
         if kind == "image":
             return convert_image_file(path, self.pages, self.counter, self.config.max_tokens)
-        if kind == "mbox":
-            return convert_mbox_file(path, self.counter, self.config.max_tokens)
+        if kind == "mail":
+            # attachments are read like any file; a mail attached to a mail, one level down
+            read_attachment = (lambda copy: self._convert(copy, depth + 1)) if depth < MAX_ATTACHMENT_DEPTH else None
+            return MailReader(self.counter, self.config.max_tokens, read_attachment).convert(path)
         check_document(path, head)
         return self._docling.convert(path)

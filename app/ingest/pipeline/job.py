@@ -63,7 +63,7 @@ def chunks_of(job: Job, collection: str) -> list[Chunk]:
             collection=collection,
             path=job.path,
             text=piece.text,
-            title=title,
+            title=piece.title or title,
             headings=piece.headings,
             page=piece.page,
             chunk_no=n,
