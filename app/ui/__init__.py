@@ -9,8 +9,8 @@
 - ``library_controller.py``: the library's state and actions; ``library_panel.py`` renders them (its tree
   from ``library_model.py``),
   ``ingest_progress.py`` shows an indexing, ``drop_zone.py`` takes dropped folders and files;
-- ``research_panel.py``, ``history_panel.py``, ``source_viewer.py`` (``file_opener.py``), ``find_bar.py``,
-  ``banner.py``: the other panes;
+- ``research_panel.py``, ``history_panel.py``, ``source_viewer.py`` (``file_opener.py``; ``page_view.py``, its
+  "Page N" tab), ``find_bar.py``, ``banner.py``: the other panes;
 - ``settings_dialog.py``, ``setup_dialog.py``: the two forms, saved by ``settings_form.py``, with
   ``key_field.py`` for the API key;
 - ``services.py``: library, model and engine, loaded after the window is up; ``history_store.py``: the

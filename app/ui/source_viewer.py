@@ -11,6 +11,12 @@ shown as the characters they stand for, and the viewer loads no resource.
 Looking at the file (its mode and first bytes) is file I/O: :func:`open_decision`
 does it off the loop, before the viewer is filled and again when the button is
 pressed.
+
+A cited chunk with a page in a PDF or an image file also gets a "Page N" tab next
+to "Text" (Alt+P / Alt+T or Ctrl+Tab switch): the page as a picture
+(``page_view.py``), rendered from the local file off the loop when the tab is
+shown. A new viewer opens on the text; while the page tab is open, the next source
+with a page opens on its page. A source without pages has no tab bar.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QLabel,
     QPushButton,
+    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -35,7 +42,9 @@ from PySide6.QtWidgets import (
 
 from app.core.models import Chunk, Evidence
 from app.core.opening import OpenDecision, decide_open
+from app.core.page_images import page_kind
 from app.ui.file_opener import DesktopOpener, FileOpener, carry_out
+from app.ui.page_view import PageRequest, PageView
 from app.ui.tasks import TaskKeeper, run_blocking
 from app.ui.tooltips import plain_tooltip
 
@@ -43,6 +52,7 @@ log = logging.getLogger(__name__)
 
 OPEN_LABEL = "Open original"
 REVEAL_LABEL = "Show in folder"
+TEXT_TAB = "&Text"
 
 
 async def open_decision(path: str) -> OpenDecision | None:
@@ -92,6 +102,12 @@ class SourceViewer(QDialog):
         self.text = _LocalOnlyBrowser()
         self.text.setOpenLinks(False)
         self.text.setOpenExternalLinks(False)
+        self.page_view = PageView(self._tasks)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabBarAutoHide(True)  # one tab (text only): no tab bar
+        self.tabs.addTab(self.text, TEXT_TAB)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.open_button = QPushButton(OPEN_LABEL)
         self.open_button.setEnabled(False)
@@ -101,7 +117,7 @@ class SourceViewer(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.header)
         layout.addWidget(self.location)
-        layout.addWidget(self.text, 1)
+        layout.addWidget(self.tabs, 1)
         layout.addWidget(buttons)
 
     def show_source(
@@ -123,6 +139,38 @@ class SourceViewer(QDialog):
         self.location.setText(as_written(" · ".join(where)))
         self._show_decision(decision)
         self._fill_text(evidence, chunk, context)
+        self._offer_page(chunk.path if chunk and chunk.path else evidence.path, page)
+
+    def page_tab_shown(self) -> bool:
+        """Whether this source has a "Page N" tab."""
+        return self.tabs.indexOf(self.page_view) >= 0
+
+    def show_page(self) -> None:
+        """Switch to the "Page N" tab (when the source has one); it renders the page."""
+        if self.page_tab_shown():
+            self.tabs.setCurrentWidget(self.page_view)
+
+    def _offer_page(self, path: str, page: int | None) -> None:
+        """A "Page N" tab for a page of a local PDF or image; no tab for anything else."""
+        request = PageRequest(path, page) if path and page is not None and page_kind(path) else None
+        self.page_view.set_source(request)
+        index = self.tabs.indexOf(self.page_view)
+        if request is None:
+            if index >= 0:
+                self.tabs.removeTab(index)
+            return
+        label = f"&Page {request.page}"
+        if index < 0:
+            self.tabs.addTab(self.page_view, label)
+        else:
+            self.tabs.setTabText(index, label)
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.page_view), plain_tooltip(f"Page {request.page} of {path}"))
+        if self.tabs.currentWidget() is self.page_view:  # the reader was looking at pages: keep showing them
+            self.page_view.load()
+
+    def _on_tab_changed(self, _index: int) -> None:
+        if self.tabs.currentWidget() is self.page_view:
+            self.page_view.load()
 
     def highlighted_text(self) -> str:
         """The plain text of the highlighted (cited) passage."""
