@@ -257,6 +257,19 @@ async def test_a_deleted_file_is_removed_on_rescan(small: Ingested) -> None:
     assert all(h.chunk.path != str(gone) for h in hits)
 
 
+async def test_a_rescan_that_finds_nothing_new_starts_no_converter(small: Ingested) -> None:
+    """Starting the converter processes costs seconds of a core: the catch-up re-scans
+    of watched folders at every start must not pay it when nothing changed."""
+    library = small.library
+    library._drop_converters()
+    end = finished(await collect(library.rescan("milvus")))
+    assert (end.indexed, end.unchanged) == (0, len(small.files))
+    assert library._converters is None or library._converters._executor is None
+    (small.docs / "notes.txt").write_text("Field notes.\n\nThe numbat den is empty.\n", encoding="utf-8")
+    end = finished(await collect(library.rescan("milvus")))
+    assert end.indexed == 1 and library._converters is not None and library._converters._executor is not None
+
+
 class _OtherModel:
     """The real MiniLM, presented as another model (the only thing the check looks at)."""
 

@@ -24,16 +24,22 @@ def file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def content_hash_of(scanned_file: ScannedFile, previous: Document | None) -> str:
-    """The recorded hash of an indexed file with the same size and time, else a fresh one."""
-    if (
+def looks_unchanged(scanned_file: ScannedFile, previous: Document | None) -> bool:
+    """Indexed before with the same size and time: its recorded hash is trusted."""
+    return (
         previous is not None
         and previous.status is DocumentStatus.INDEXED
         and previous.size == scanned_file.size
         and previous.mtime == scanned_file.mtime
-        and previous.content_hash
-    ):
-        return previous.content_hash  # same size and time: trust the recorded hash
+        and bool(previous.content_hash)
+    )
+
+
+def content_hash_of(scanned_file: ScannedFile, previous: Document | None) -> str:
+    """The recorded hash of an indexed file with the same size and time, else a fresh one."""
+    if looks_unchanged(scanned_file, previous):
+        assert previous is not None
+        return previous.content_hash
     return file_hash(scanned_file.path)
 
 

@@ -55,6 +55,7 @@ from app.ingest.pipeline.change_detection import (
     duplicate_of,
     gone_documents,
     is_unchanged,
+    looks_unchanged,
     offline_roots,
 )
 from app.ingest.pipeline.document_steps import DocumentSteps
@@ -116,6 +117,7 @@ class _Run:
         self.batcher = Batcher(short_below=pipeline.embed_workers - pipeline.converters.workers)
         self.lookahead = LOOKAHEAD_CALLS * EMBED_BATCH * pipeline.embed_workers  # chunks converted ahead
         self.unconverted = 0  # files still to be converted (or being converted)
+        self._warm_up: asyncio.Task[None] | None = None  # the converter workers starting
         self.embedded: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=4 * WRITE_GROUP)
         self.wake_embedder = asyncio.Event()  # a file converted, a call ended, or none left to convert
         self.room_ahead = asyncio.Event()  # the embedder took chunks: the converter may go on
@@ -146,17 +148,27 @@ class _Run:
             )
 
     async def _main(self) -> None:
-        warm_up = asyncio.create_task(self.p.converters.start())  # workers start while we scan
         try:
             await self._work()
         finally:
-            await _cancel_and_wait([warm_up])
+            if self._warm_up is not None:
+                await _cancel_and_wait([self._warm_up])
+
+    def _warm_up_converters(self) -> None:
+        """Start the converter workers (in the background, once): only a run with files to
+        convert needs them, and starting them costs seconds of a core."""
+        if self._warm_up is None:
+            self._warm_up = asyncio.create_task(self.p.converters.start())
 
     async def _work(self) -> None:
+        known = {d.path: d for d in await asyncio.to_thread(self.p.catalog.documents, self.collection)}
+        if not known:  # a new collection: the workers start while we scan
+            self._warm_up_converters()
         scanned: ScanResult = await asyncio.to_thread(
             functools.partial(scan, self.roots, self.p.max_file_mb, ocr=self.p.ocr)
         )
-        known = {d.path: d for d in await asyncio.to_thread(self.p.catalog.documents, self.collection)}
+        if any(not looks_unchanged(f, known.get(display_path(f.path))) for f in scanned.files):
+            self._warm_up_converters()  # while files are hashed; a re-scan that finds nothing new starts none
         offline = offline_roots(known, scanned, self.roots)
         # said for each such folder (not recorded as a document); nothing under it is taken for deleted
         shown = sorted(display_path(root) for root in offline)
