@@ -4,7 +4,10 @@ without the window.
 It first re-scans each collection (what changed while nothing watched), then
 re-scans a collection each time its folders settle after a change: new, changed,
 renamed and deleted files, as ``fathom ingest`` would. A folder that is not there
-(an unplugged drive) keeps its documents and is picked up when it is back. Ctrl+C
+(an unplugged drive) keeps its documents and is picked up when it is back (said once
+when it goes, once when it is back). A re-scan that fails is said for its collection,
+and the others go on being watched (that one too: it is tried again on its next
+change). Ctrl+C
 stops after the re-scan in progress; a second Ctrl+C stops at once (an ingest cut
 short is finished by the next run). For a server or a terminal left open.
 Without ``--collection`` it watches every collection marked watched (all, unless
@@ -36,10 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.commands.ingest_progress import Display, summary
     from app.commands.library_access import open_library
+    from app.commands.watch_report import WatchReport
     from app.core.errors import FathomError
-    from app.core.events import FileDone, IngestEvent, IngestFinished
     from app.ingest.watch_loop import keep_in_step
 
     err = sys.stderr
@@ -75,18 +77,8 @@ async def _run(args: argparse.Namespace) -> int:
             )
             return 1
         print(f"Watching {', '.join(names)}. Ctrl+C stops.", file=err, flush=True)
-        display = Display(err, quiet=args.quiet)
-        done: list[FileDone] = []
-
-        def show(event: IngestEvent) -> None:
-            if isinstance(event, FileDone) and event.status != "unchanged":
-                done.append(event)
-                display.show(event)
-            elif isinstance(event, IngestFinished):
-                print(summary(event.collection, event, done), file=err, flush=True)
-                done.clear()
-
-        await keep_in_step(library, names, show, stop)
+        report = WatchReport(err, quiet=args.quiet)
+        await keep_in_step(library, names, report.show, stop, on_failed=report.failed)
     except FathomError as exc:
         print(str(exc), file=err)
         return 2

@@ -10,4 +10,6 @@
 - ``embedder.py``, ``embedding_match.py``: text to vectors; a collection keeps its model;
 - ``describe.py``: a collection's description written by a model;
 - ``paths.py``, ``file_errors.py``: path text and the sentences for unreadable files.
+- ``watcher.py``, ``watch_loop.py``: watched folders (when a collection is re-scanned);
+  ``folder_presence.py``: whether its folders are there (an unplugged drive is offline, not deleted).
 """

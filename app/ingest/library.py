@@ -32,6 +32,7 @@ from app.ingest.convert.converter import ConverterConfig
 from app.ingest.convert.worker_pool import ConversionPool, ExecutorKind
 from app.ingest.embedder import Embedder, make_embedder
 from app.ingest.embedding_match import check_embedding_model
+from app.ingest.folder_presence import offline_among
 from app.ingest.indexing_state import IndexingState
 from app.ingest.paths import absolute, display_path, is_under
 from app.ingest.pipeline.ingest_run import IngestPipeline
@@ -236,6 +237,16 @@ class Library:
     async def roots(self, name: str) -> list[Path]:
         """The folders and files the collection was made from (what a re-scan walks)."""
         return [Path(r) for r in await self._run(self.catalog.roots, name)]
+
+    async def offline_folders(self, name: str) -> list[Path]:
+        """The collection's folders that are not there (an unplugged drive, an empty mount
+        point) while documents under them are kept: what a re-scan now would call offline."""
+
+        def look() -> list[Path]:
+            roots = [Path(r) for r in self.catalog.roots(name)]
+            return offline_among(roots, (row[1] for row in self.catalog.document_rows(name)))
+
+        return await self._run(look)
 
     async def remove_collection(self, name: str) -> None:
         await self._run(self.catalog.require_collection, name)

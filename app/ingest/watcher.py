@@ -8,11 +8,13 @@ handed to ``on_settled`` once — a burst of 500 writes is one re-scan, not 500.
 The re-scan itself is the ordinary ingest (new, changed, renamed and deleted
 files, with the one owner of document state); this module only says when.
 
-A folder that disappears (a drive unplugged) stops being watched by the system;
-a check every ``recheck_s`` notices it coming back, watches it again and marks
-its collection, so what changed meanwhile is picked up. Hidden files (any path
-part starting with a dot, like editors' swap files) are ignored, as the scan
-ignores them. ``on_settled`` is called on the watcher's own thread.
+A folder that disappears (a drive unplugged), or shows nothing (an empty mount
+point: :func:`app.ingest.folder_presence.not_there`), is not watched; a check every
+``recheck_s`` notices it going and coming back, watches it again and marks its
+collection, so what changed meanwhile is picked up, and tells ``on_presence`` which
+collections' folders went or came. Hidden files (any path part starting with a dot,
+like editors' swap files) are ignored, as the scan ignores them. ``on_settled`` and
+``on_presence`` are called on the watcher's own thread.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
+
+from app.ingest.folder_presence import not_there
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +36,14 @@ QUIET_S = 1.5  # a collection is re-scanned once its folders were quiet this lon
 MAX_WAIT_S = 10.0  # … or this long after the first change of an endless burst
 RECHECK_S = 5.0  # how often folders that were not there are looked for again
 TICK_S = 0.2
+
+
+class Timing(TypedDict, total=False):
+    """The watcher's timing, when not its defaults (tests make it short)."""
+
+    quiet_s: float
+    max_wait_s: float
+    recheck_s: float
 
 
 @dataclass
@@ -50,17 +62,19 @@ class FolderWatcher:
         quiet_s: float = QUIET_S,
         max_wait_s: float = MAX_WAIT_S,
         recheck_s: float = RECHECK_S,
+        on_presence: Callable[[list[str]], None] | None = None,
     ) -> None:
         from watchdog.observers import Observer
 
         self._on_settled = on_settled
+        self._on_presence = on_presence  # the collections whose folders went away or came back
         self.quiet_s, self.max_wait_s, self.recheck_s = quiet_s, max_wait_s, recheck_s
         self._observer: Any = Observer()
         self._observer.daemon = True
         self._lock = threading.Lock()
         self._roots: dict[str, list[Path]] = {}  # collection → its folders and files
         self._watches: dict[Path, Any] = {}  # watched folder → watchdog's handle
-        self._missing: set[Path] = set()  # roots that were not there at the last look
+        self._missing: set[Path] = set()  # roots that were not there (or showed nothing) at the last look
         self._pending: dict[str, _Pending] = {}
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="fathom-watch", daemon=True)
@@ -104,12 +118,12 @@ class FolderWatcher:
         self._missing = set()
         for roots in self._roots.values():
             for root in roots:
-                if root.is_dir():
-                    wanted[root] = True
-                elif root.exists():
-                    wanted.setdefault(root.parent, False)
-                else:
+                if not_there(root):  # an empty mount point too: a drive mounted on it later is watched anew
                     self._missing.add(root)
+                elif root.is_dir():
+                    wanted[root] = True
+                else:
+                    wanted.setdefault(root.parent, False)
         for folder in list(self._watches):
             if folder not in wanted or not folder.exists():
                 try:
@@ -168,14 +182,20 @@ class FolderWatcher:
                     log.exception("handling the changes of %s failed", name)
 
     def _recheck(self, now: float) -> None:
-        """Folders that came back (or went away) since the last look: watched again, collection marked."""
+        """Folders that came back (or went away) since the last look: watched again, collection
+        marked, ``on_presence`` told."""
         with self._lock:
             before = set(self._missing)
             self._refresh_watches()
             changed = before ^ self._missing
-            for collection, roots in self._roots.items():
-                if any(root in changed for root in roots):
-                    self._pending.setdefault(collection, _Pending(now, now))
+            moved = [name for name, roots in self._roots.items() if any(root in changed for root in roots)]
+            for collection in moved:
+                self._pending.setdefault(collection, _Pending(now, now))
+        if moved and self._on_presence is not None:
+            try:
+                self._on_presence(sorted(moved))
+            except Exception:  # the watcher goes on
+                log.exception("telling of the folders of %s failed", ", ".join(moved))
 
 
 def _concerns(path: str, roots: list[Path]) -> bool:

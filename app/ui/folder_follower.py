@@ -5,6 +5,10 @@ any indexing (the ingest list says what was added, changed and removed).
 At start-up every watched collection is re-scanned once (what changed while Fathom
 was closed; an ingest a quit cut short is finished). Collections added in the window
 are followed from their first ingest on. ``app/ingest/watcher.py`` says when.
+
+Whether a followed collection's folders are there is asked of ``look(names)`` (the
+controller's) when following starts, when a collection is followed or no longer
+followed, and each time the watcher's periodic look sees a folder go or come back.
 """
 
 from __future__ import annotations
@@ -25,14 +29,31 @@ log = logging.getLogger(__name__)
 
 class FolderFollower:
     """Collections whose folders changed, waiting for their re-scan (``rescan(name)``
-    is the controller's; ``busy()`` says whether an indexing runs now)."""
+    is the controller's; ``busy()`` says whether an indexing runs now; ``look(names)``
+    finds out whether these collections' folders are there)."""
 
-    def __init__(self, rescan: Callable[[str], None], busy: Callable[[], bool]) -> None:
+    def __init__(
+        self, rescan: Callable[[str], None], busy: Callable[[], bool], look: Callable[[list[str]], None]
+    ) -> None:
         self._rescan = rescan
         self._busy = busy
+        self._look = look
         self._watcher: FolderWatcher | None = None
         self._starting = False
+        self._recheck_s: float | None = None  # None: the watcher's own
+        self._followed: set[str] = set()  # what the watcher watches (asked without its lock)
         self.due: list[str] = []
+
+    @property
+    def recheck_s(self) -> float | None:
+        """How often the watcher looks for folders that went away or came back (None: its default)."""
+        return self._recheck_s
+
+    @recheck_s.setter
+    def recheck_s(self, seconds: float | None) -> None:
+        self._recheck_s = seconds
+        if self._watcher is not None and seconds is not None:
+            self._watcher.recheck_s = seconds
 
     @property
     def following(self) -> bool:
@@ -54,20 +75,27 @@ class FolderFollower:
         def settled(name: str) -> None:  # on the watcher's thread
             loop.call_soon_threadsafe(self.changed, name)
 
+        def moved(names: list[str]) -> None:  # on the watcher's thread: folders went away or came back
+            loop.call_soon_threadsafe(self._look, names)
+
         followed = {c.name: await library.roots(c.name) for c in await library.collections() if c.watched}
         followed = {name: roots for name, roots in followed.items() if roots}  # made from no folder: nothing to follow
 
         def begin() -> FolderWatcher:  # adding the system's watches walks every folder: off the loop
             from app.ingest.watcher import FolderWatcher
 
-            watcher = FolderWatcher(settled)
+            watcher = FolderWatcher(settled, on_presence=moved)
+            if self._recheck_s is not None:
+                watcher.recheck_s = self._recheck_s
             for name, roots in followed.items():
                 watcher.watch(name, roots)
             watcher.start()
             return watcher
 
         self._watcher = await run_blocking(begin, name="start watching the folders")
+        self._followed = set(followed)
         self.due.extend(name for name in followed if name not in self.due)  # catch up with what changed
+        self._look(sorted(followed))
         self.next()
 
     async def follow(self, library: Library, name: str) -> None:
@@ -75,15 +103,19 @@ class FolderFollower:
         if self._watcher is not None:
             roots = await library.roots(name)
             await run_blocking(self._watcher.watch, name, roots, name="watch the folders")
+            self._followed.add(name)
+            self._look([name])
 
-    def unfollow(self, name: str) -> None:
-        if self._watcher is not None:
-            self._watcher.unwatch(name)
+    async def unfollow(self, name: str) -> None:
+        self._followed.discard(name)
+        if self._watcher is not None:  # dropping a watch looks at the other folders: off the loop
+            await run_blocking(self._watcher.unwatch, name, name="stop watching the folders")
         if name in self.due:
             self.due.remove(name)
+        self._look([name])
 
     def watches(self, name: str) -> bool:
-        return self._watcher is not None and name in self._watcher.watched()
+        return self._watcher is not None and name in self._followed
 
     def changed(self, name: str) -> None:
         if name not in self.due:
@@ -98,5 +130,7 @@ class FolderFollower:
     async def stop(self) -> None:
         watcher, self._watcher = self._watcher, None
         self.due.clear()
+        followed, self._followed = sorted(self._followed), set()
         if watcher is not None:
             await run_blocking(watcher.close, name="stop watching the folders")
+        self._look(followed)

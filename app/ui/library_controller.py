@@ -9,6 +9,10 @@ turning the catalog into the panel's rows, go through
 for while another reads is answered by the next read (never by an older one). Questions to the user go through
 the ``confirm`` callable the view hands over; everything else it learns from
 the signals.
+
+A followed collection whose folders are not there (an unplugged drive, an empty
+mount point) is listed in ``offline`` (``offlineChanged``), asked of the Library off
+the loop whenever the folder follower says they may have gone or come back.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class LibraryController(QObject):
     repaired = Signal(object, object)  # CheckResult before, after
     statusMessage = Signal(str, int)  # a passing message, how long to show it (ms; 0: until replaced)
     indexingChanged = Signal(list)  # list[IndexingState]: the collections being indexed, how far
+    offlineChanged = Signal(dict)  # dict[str, list[Path]]: followed collections → their folders not there
 
     def __init__(self, tasks: TaskKeeper, confirm: Confirm, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -96,7 +101,9 @@ class LibraryController(QObject):
         self._refreshing = asyncio.Lock()
         self._refresh_asked = 0  # refreshes asked for so far
         self._refresh_read = 0  # the last of them that a finished read answers
-        self.folders = FolderFollower(self.rescan, lambda: self.ingesting)  # watched folders' re-scans
+        self.offline: dict[str, list[Path]] = {}  # followed collections whose folders are not there
+        self._looking = asyncio.Lock()  # one look at the folders at a time: the last one asked answers last
+        self.folders = FolderFollower(self.rescan, lambda: self.ingesting, self._look)  # watched folders
 
     # -- state ------------------------------------------------------------
     @property
@@ -111,6 +118,24 @@ class LibraryController(QObject):
     async def stop_following(self) -> None:
         await self.folders.stop()
 
+    def _look(self, names: list[str]) -> None:
+        """Find out (off the loop) whether these collections' folders are there."""
+        self._tasks.start(self._read_offline(names), "look for the folders")
+
+    async def _read_offline(self, names: list[str]) -> None:
+        async with self._looking:
+            offline = dict(self.offline)
+            for name in names:
+                library = self._library
+                roots = await library.offline_folders(name) if library and self.folders.watches(name) else []
+                if roots:
+                    offline[name] = roots
+                else:
+                    offline.pop(name, None)
+            if offline != self.offline:
+                self.offline = offline
+                self.offlineChanged.emit(dict(offline))
+
     async def set_watched(self, name: str, on: bool) -> None:
         """Follow (or stop following) collection ``name``'s folders; a collection turned on is re-scanned."""
         library = self._library
@@ -121,7 +146,7 @@ class LibraryController(QObject):
             await self.folders.follow(library, name)
             self.folders.changed(name)
         else:
-            self.folders.unfollow(name)
+            await self.folders.unfollow(name)
         self._say(f"{name}: {'changes in its folders are indexed as they happen' if on else 'no longer followed'}.")
         await self.refresh()
 

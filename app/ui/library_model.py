@@ -19,7 +19,9 @@ model holds every document all the same (:meth:`LibraryModel.documents_of`).
 
 The rows of the collections being indexed are greyed with how far the indexing
 is (:meth:`LibraryModel.set_indexing`), and a collection being indexed that the
-catalog does not list yet gets a row of its own.
+catalog does not list yet gets a row of its own. A collection whose folders are not
+there says so ("Work — folder offline", the sentence in its tooltip:
+:meth:`LibraryModel.set_offline`); its documents stay listed.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ NAME_ROLE = Qt.ItemDataRole.UserRole + 2  # the collection's name (a document's:
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3  # a document's id
 PATH_ROLE = Qt.ItemDataRole.UserRole + 4  # a document's path (as the ingest progress lists use it)
 INDEXING_ROLE = Qt.ItemDataRole.UserRole + 5  # the row's indexing state, while it is being indexed
+OFFLINE_ROLE = Qt.ItemDataRole.UserRole + 6  # a collection's sentence of its folders not there (None: there)
+OFFLINE_MARK = "folder offline"
 DESCRIPTION_TOOLTIP = "Double-click to edit the description (the research engine reads it to route questions)"
 
 SLICE_MS = 8.0  # the longest one slice of an update holds the GUI thread (about)
@@ -151,6 +155,7 @@ class LibraryModel(QAbstractItemModel):
         self._gone: list[_Collection] = []  # removed collections, kept alive: old indexes point at them
         self._wanted: list[CollectionRow] = []  # what the last show() asked for
         self._indexing: dict[str, str] = {}  # collection name: "Indexing — 12 of 40 documents"
+        self._offline: dict[str, str] = {}  # collection name: what is said of its folders not there
         self._job: Iterator[None] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -189,6 +194,14 @@ class LibraryModel(QAbstractItemModel):
             self.endInsertRows()
         for row, item in enumerate(self._collections):
             if item.name in new or before.get(item.name) != self._indexing.get(item.name):
+                self._changed_collection(row)
+
+    def set_offline(self, states: Mapping[str, str]) -> None:
+        """Mark these collections' folders as not there (name: the sentence said of them);
+        the others lose their mark. Only the rows whose mark changed are signalled."""
+        before, self._offline = self._offline, dict(states)
+        for row, item in enumerate(self._collections):
+            if before.get(item.name) != self._offline.get(item.name):
                 self._changed_collection(row)
 
     def _work(self) -> None:
@@ -477,9 +490,10 @@ class LibraryModel(QAbstractItemModel):
 
     def _collection_data(self, item: _Collection, column: int, role: int) -> Any:
         indexing = self._indexing.get(item.name, "")
+        offline = self._offline.get(item.name, "")
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            if column == 0 and indexing:
-                return f"{item.name} — {indexing}"
+            if column == 0 and (indexing or offline):
+                return f"{item.name} — {indexing or OFFLINE_MARK}"
             return item.cells[column]
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == 0 and indexing:
@@ -487,6 +501,8 @@ class LibraryModel(QAbstractItemModel):
                     f"{item.name}: {indexing}. A search finds only the documents indexed so far; "
                     "a research run over it says its results are partial."
                 )
+            if column == 0 and offline:
+                return plain_tooltip(offline)
             return DESCRIPTION_TOOLTIP if column == DESCRIPTION_COLUMN else None
         if role == Qt.ItemDataRole.ForegroundRole:
             return self.greyed if indexing else None
@@ -496,6 +512,8 @@ class LibraryModel(QAbstractItemModel):
             return item.name
         if role == INDEXING_ROLE:
             return indexing or None
+        if role == OFFLINE_ROLE:
+            return offline or None
         return None
 
     def _document_data(self, item: _Collection, doc: DocumentRow, column: int, role: int) -> Any:

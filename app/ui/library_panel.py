@@ -11,7 +11,9 @@ It shows what its :class:`LibraryController` holds and forwards the user's
 actions to it; the questions (remove? re-index?) and the repair report are
 asked here, in boxes that never block the loop. The Library is handed over
 once it has loaded (after the window is up); until then the panel says so and
-its actions are disabled.
+its actions are disabled. A followed collection whose folders are not there (an
+unplugged drive) is marked "— folder offline", with a sentence in its tooltip, until
+they are back.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.models import Collection
+from app.ingest.folder_presence import offline_sentence
 from app.ui.dialogs import ask_yes_no, show_message
 from app.ui.drop_zone import DropZone
 from app.ui.formatting import count
@@ -49,6 +52,7 @@ from app.ui.library_model import (
     INDEXING_ROLE,
     KIND_ROLE,
     NAME_ROLE,
+    OFFLINE_ROLE,
     PATH_ROLE,
     CollectionRow,
     LibraryModel,
@@ -60,7 +64,16 @@ if TYPE_CHECKING:
     from app.ingest.library import Library
     from app.store.consistency import CheckResult
 
-__all__ = ["DOC_ROLE", "INDEXING_ROLE", "KIND_ROLE", "NAME_ROLE", "PATH_ROLE", "LibraryPanel", "repair_report"]
+__all__ = [
+    "DOC_ROLE",
+    "INDEXING_ROLE",
+    "KIND_ROLE",
+    "NAME_ROLE",
+    "OFFLINE_ROLE",
+    "PATH_ROLE",
+    "LibraryPanel",
+    "repair_report",
+]
 
 NEW_COLLECTION = "(new collection named after the folder or file)"
 SHOWN_DRIFT = 12  # problems listed in the repair report; the rest are counted
@@ -184,6 +197,7 @@ class LibraryPanel(QWidget):
         c.failed.connect(ingest.failed)
         c.repaired.connect(self._show_repair)
         c.indexingChanged.connect(self._show_indexing)
+        c.offlineChanged.connect(self._show_offline)
 
     # -- state ------------------------------------------------------------
     def set_library(self, library: Library | None, problem: str = "") -> None:
@@ -264,6 +278,10 @@ class LibraryPanel(QWidget):
         """Mark the collections being indexed (greyed, "Indexing — 12 of 40 documents"),
         adding the row of a new one; the others show their name again."""
         self.model.set_indexing({s.collection: s.describe() for s in states})
+
+    def _show_offline(self, offline: dict[str, list[Path]]) -> None:
+        """Mark the followed collections whose folders are not there; the others lose the mark."""
+        self.model.set_offline({name: offline_sentence(folders) for name, folders in offline.items()})
 
     # -- descriptions -----------------------------------------------------
     def _on_double_click(self, index: QModelIndex) -> None:
