@@ -354,7 +354,7 @@ class LibraryController(QObject):
         if isinstance(event, (IngestStarted, IngestProgress)):
             self._update_indexing()
         if isinstance(event, IngestFinished):
-            self._say(f"Indexed {event.collection}: {event.indexed} new, {event.failed} failed.")
+            self._say(finished_sentence(event))
             self.ingestFinished.emit(event)
 
     def _update_indexing(self) -> None:
@@ -409,3 +409,14 @@ class LibraryController(QObject):
         self.last_repair = (before, after)
         self._say(after.summary())
         self.repaired.emit(before, after)
+
+
+def finished_sentence(event: IngestFinished) -> str:
+    """What an ingest or re-scan changed, for the status bar: "Indexed notes: 1 new or
+    changed, 2 removed." (a watched folder's re-scan says what changed on disk)."""
+    parts = [f"{event.indexed} new or changed"] if event.indexed else []
+    if event.removed:
+        parts.append(f"{event.removed} removed")
+    if event.failed:
+        parts.append(f"{event.failed} failed")
+    return f"Indexed {event.collection}: {', '.join(parts) or 'nothing changed'}."

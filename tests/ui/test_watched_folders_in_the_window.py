@@ -49,6 +49,15 @@ def test_a_file_written_into_a_dropped_folder_is_indexed_without_asking(
     assert "tuesday.txt" in panel.ingest.files.item(panel.ingest.files.count() - 1).text()  # the list shows it
 
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
+    with qtbot.waitSignal(  # the status bar says what changed on disk
+        panel.controller.statusMessage,
+        check_params_cb=lambda text, ms: text == "Indexed logbook: 1 removed.",
+        timeout=120_000,
+    ):
+        (folder / "monday.txt").unlink()
+    assert found(qtbot, window, "harbour") == []
+
+    qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
     await_in_test(qtbot, panel.controller.set_watched("logbook", False))
     assert not panel.controller.folders.watches("logbook") and panel.watched["logbook"] is False
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
