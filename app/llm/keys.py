@@ -1,4 +1,4 @@
-"""API keys for OpenAI-compatible endpoints, kept in the OS keyring.
+"""API keys for OpenAI-compatible endpoints (and Milvus servers' tokens), kept in the OS keyring.
 
 A key is stored under the service ``fathom`` with the endpoint's base URL as
 the user name; it is never written to the settings file. Where the system
@@ -33,50 +33,73 @@ def _usable_keyring() -> object | None:
 
 
 @dataclass(frozen=True)
+class Wording:
+    """How a secret is named to the user: an endpoint's API key, a Milvus server's token."""
+
+    env_var: str = ENV_VAR  # read instead where there is no keyring
+    a_secret: str = "an API key"
+    short: str = "key"
+    field: str = "Base URL"  # the field whose value it is stored under
+
+
+API_KEY = Wording()
+MILVUS_TOKEN = Wording(MILVUS_TOKEN_VAR, "a Milvus token", "token", "Milvus URI")
+
+
+@dataclass(frozen=True)
 class KeyringState:
-    """What the settings dialogs say about the API key of one endpoint."""
+    """What the settings dialogs say about the API key of one endpoint (or a Milvus server's token)."""
 
     available: bool  # an OS keyring exists
     backend: str  # its name, or "" when none
     has_key: bool  # a key is stored for the endpoint (False when no keyring or no URL)
-    env_key: bool  # FATHOM_API_KEY is set
+    env_key: bool  # the environment variable (FATHOM_API_KEY) is set
     problem: str = ""  # the keyring exists but could not be read
+    wording: Wording = API_KEY
 
     def sentence(self, base_url: str) -> str:
         """One line for the dialog; says "stored" only when a key was read back from the keyring."""
+        w = self.wording
         if not self.available:
             if self.env_key:
-                return f"No OS keyring on this system: Fathom uses the key in the environment variable {ENV_VAR}."
+                return (
+                    f"No OS keyring on this system: Fathom uses the {w.short} in the environment variable {w.env_var}."
+                )
             return (
-                "No OS keyring on this system, so Fathom cannot keep an API key. "
-                f"Set the environment variable {ENV_VAR} before starting Fathom."
+                f"No OS keyring on this system, so Fathom cannot keep {w.a_secret}. "
+                f"Set the environment variable {w.env_var} before starting Fathom."
             )
         if self.problem:
-            return f"The OS keyring could not be read ({self.problem}). Unlock it, or set {ENV_VAR}."
+            return f"The OS keyring could not be read ({self.problem}). Unlock it, or set {w.env_var}."
         if not base_url:
-            return "Fill in the Base URL: the key is stored in the OS keyring under it."
+            return f"Fill in the {w.field}: the {w.short} is stored in the OS keyring under it."
         if self.has_key:
-            return f"A key for {base_url} is stored in the OS keyring ({self.backend})."
-        return f"No key is stored for {base_url} yet; one you type is kept in the OS keyring ({self.backend})."
+            return f"A {w.short} for {base_url} is stored in the OS keyring ({self.backend})."
+        return f"No {w.short} is stored for {base_url} yet; one you type is kept in the OS keyring ({self.backend})."
 
 
-def keyring_state(base_url: str) -> KeyringState:
+def keyring_state(base_url: str, wording: Wording = API_KEY) -> KeyringState:
     """Ask the keyring (blocking) whether it exists and holds a key for ``base_url``."""
     import keyring
     import keyring.errors
 
-    env_key = bool(os.environ.get(ENV_VAR))
+    env_key = bool(os.environ.get(wording.env_var))
     backend = _usable_keyring()
     if backend is None:
-        return KeyringState(False, "", False, env_key)
+        return KeyringState(False, "", False, env_key, wording=wording)
     name = _backend_name(backend)
     if not base_url:
-        return KeyringState(True, name, False, env_key)
+        return KeyringState(True, name, False, env_key, wording=wording)
     try:
         stored = keyring.get_password(SERVICE, base_url)
     except keyring.errors.KeyringError as exc:
-        return KeyringState(True, name, False, env_key, problem=str(exc) or type(exc).__name__)
-    return KeyringState(True, name, bool(stored), env_key)
+        return KeyringState(True, name, False, env_key, problem=str(exc) or type(exc).__name__, wording=wording)
+    return KeyringState(True, name, bool(stored), env_key, wording=wording)
+
+
+def milvus_token_state(uri: str) -> KeyringState:
+    """Whether the keyring exists and holds a token for the Milvus server at ``uri`` (blocking)."""
+    return keyring_state(uri, MILVUS_TOKEN)
 
 
 def _backend_name(backend: object) -> str:
@@ -119,31 +142,41 @@ def _stored_secret(user: str) -> str | None:
 def set_api_key(base_url: str, key: str) -> None:
     """Store the key for ``base_url`` in the OS keyring (an empty key deletes it), and read
     it back: returning means the keyring holds exactly ``key``; otherwise FathomError."""
+    _store_secret(base_url, key, API_KEY)
+
+
+def set_milvus_token(uri: str, token: str) -> None:
+    """Store a Milvus server's token under its URI, as :func:`set_api_key` does a key."""
+    _store_secret(uri, token, MILVUS_TOKEN)
+
+
+def _store_secret(user: str, secret: str, wording: Wording) -> None:
     import keyring
     import keyring.errors
 
+    the = "the " + wording.a_secret.split(" ", 1)[1]  # "the API key"
     if _usable_keyring() is None:
         raise FathomError(
-            "No OS keyring is available on this system, so the API key cannot be stored safely.",
-            f"Set the environment variable {ENV_VAR} before starting Fathom instead "
+            f"No OS keyring is available on this system, so {the} cannot be stored safely.",
+            f"Set the environment variable {wording.env_var} before starting Fathom instead "
             "(or install a keyring service such as GNOME Keyring or KWallet).",
         )
     try:
-        if key:
-            keyring.set_password(SERVICE, base_url, key)
+        if secret:
+            keyring.set_password(SERVICE, user, secret)
         else:
             try:
-                keyring.delete_password(SERVICE, base_url)
+                keyring.delete_password(SERVICE, user)
             except keyring.errors.PasswordDeleteError:
                 pass
-        kept = keyring.get_password(SERVICE, base_url)
+        kept = keyring.get_password(SERVICE, user)
     except keyring.errors.KeyringError as exc:
         raise FathomError(
-            f"The OS keyring refused to store the API key ({exc}).",
-            f"Unlock the keyring and try again, or set the environment variable {ENV_VAR}.",
+            f"The OS keyring refused to store {the} ({exc}).",
+            f"Unlock the keyring and try again, or set the environment variable {wording.env_var}.",
         ) from exc
-    if (kept or "") != key:
+    if (kept or "") != secret:
         raise FathomError(
-            "The OS keyring did not keep the API key (reading it back gave something else).",
-            f"Check the keyring, or set the environment variable {ENV_VAR} instead.",
+            f"The OS keyring did not keep {the} (reading it back gave something else).",
+            f"Check the keyring, or set the environment variable {wording.env_var} instead.",
         )

@@ -70,6 +70,16 @@ class ApiKeyField(QWidget):
         if self.check_task is not None:
             self.check_task.cancel()
 
+    def not_needed(self, sentence: str) -> None:
+        """No key applies (a Milvus Lite file needs no token): the field is off and says why."""
+        if self.check_task is not None and not self.check_task.done():
+            self.check_task.cancel()
+        self.state = None
+        self.edit.clear()
+        self.edit.setEnabled(False)
+        self.edit.setPlaceholderText("")
+        self.status.setText(sentence)
+
     # -- checking ---------------------------------------------------------
     def check(self, base_url: str) -> asyncio.Task[None]:
         """Read the keyring's state for ``base_url`` in the background."""

@@ -45,8 +45,9 @@ from app.core.settings import (
     StoreSettings,
     UiSettings,
 )
-from app.llm.keys import keyring_state
-from app.ui.key_field import KeySaver, StateReader
+from app.llm.keys import keyring_state, milvus_token_state, set_milvus_token
+from app.store.milvus_connection import is_server_uri
+from app.ui.key_field import ApiKeyField, KeySaver, StateReader
 from app.ui.research_panel import MODES
 from app.ui.settings_form import SettingsForm, SettingsWriter
 from app.ui.tasks import TaskKeeper
@@ -101,10 +102,17 @@ class SettingsDialog(SettingsForm):
         *,
         read_key_state: StateReader = keyring_state,
         open_models: Callable[[], object] | None = None,
+        read_token_state: StateReader = milvus_token_state,
+        save_token: KeySaver = set_milvus_token,
     ) -> None:
         """``open_models`` opens the model manager (Settings closes first, so its fields
-        never overwrite the model the manager chose)."""
+        never overwrite the model the manager chose). ``read_token_state``/``save_token``:
+        the Milvus server token's keyring, as ``read_key_state``/``save_key`` the API key's."""
         super().__init__(tasks, save, read_key_state, save_key, parent)
+        self.token_field = ApiKeyField(tasks, read_token_state, save_token)
+        self.token_field.edit.setObjectName("milvusToken")
+        self.token_field.status.setObjectName("milvusTokenStatus")
+        self._checked_milvus_uri: str | None = None
         self._open_models = open_models
         self.setWindowTitle("Fathom settings")
         self.setObjectName("settingsDialog")
@@ -123,6 +131,7 @@ class SettingsDialog(SettingsForm):
         layout.addWidget(self.error)
         layout.addWidget(self.buttons)
         self.key_field.check(settings.model.openai.base_url)
+        self._milvus_uri_edited()
 
     # -- tabs -------------------------------------------------------------
     def _model_tab(self, m: ModelSettings) -> QWidget:
@@ -229,6 +238,12 @@ class SettingsDialog(SettingsForm):
         self.milvus_uri = QLineEdit(s.store.milvus_uri)
         self.milvus_uri.setPlaceholderText(f"empty: Milvus Lite in {paths.milvus_file}")
         self.milvus_uri.setToolTip("A file path means Milvus Lite; http://host:19530 a Milvus server")
+        self.milvus_uri.editingFinished.connect(self._milvus_uri_edited)
+        self.milvus_token = self.token_field.edit
+        self.token_field.setToolTip(
+            "A Milvus server's credentials (user:password, or an API key), kept in the OS keyring "
+            "under the Milvus URI, never in the settings file"
+        )
         self.chunk_tokens = _spin(64, 4096, s.ingest.chunk_max_tokens, 32)
         self.max_file_mb = _spin(1, 10_000, s.ingest.max_file_mb)
         self.ocr = _check(
@@ -255,6 +270,7 @@ class SettingsDialog(SettingsForm):
         form.addRow("Embedding model", self.embedding_model)
         form.addRow("Embedding server", self.embedding_url)
         form.addRow("Milvus URI", self.milvus_uri)
+        form.addRow("Milvus token", self.token_field)
         form.addRow("Chunk size (tokens)", self.chunk_tokens)
         form.addRow("Largest file (MB)", self.max_file_mb)
         form.addRow("OCR", self.ocr)
@@ -381,13 +397,32 @@ class SettingsDialog(SettingsForm):
             self._checked_url = url
             self.key_field.check(url)
 
+    def _milvus_uri_edited(self) -> None:
+        """A server URI gets the token field (its keyring state read off the loop); Milvus Lite needs none."""
+        uri = self.milvus_uri.text().strip()
+        if uri == self._checked_milvus_uri:
+            return
+        self._checked_milvus_uri = uri
+        if is_server_uri(uri):
+            self.token_field.check(uri)
+        else:
+            self.token_field.not_needed("Milvus Lite (a file on this computer) needs no token.")
+
     def save(self) -> None:
-        """Save (off the loop); with a typed API key, store it first and save only if it was kept."""
+        """Save (off the loop); with a typed API key or Milvus token, store it first and
+        save only if the keyring kept it."""
         new = self.settings()
         if self.api_key.text() and not new.model.openai.base_url:
             self.error.setText("Settings not saved: an API key needs the endpoint's base URL. Fill in the Base URL.")
             return
-        self.start_saving(new, new.model.openai.base_url if self.api_key.text() else None)
+        uri = new.store.milvus_uri
+        if self.milvus_token.text() and not is_server_uri(uri):
+            self.error.setText(
+                "Settings not saved: a token is for a Milvus server. Fill in its URI (http://host:19530)."
+            )
+            return
+        tokens = [(self.token_field, uri)] if self.milvus_token.text() else []
+        self.start_saving(new, new.model.openai.base_url if self.api_key.text() else None, tokens)
 
     def written(self, new: Settings) -> None:
         self._settings = new

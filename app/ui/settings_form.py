@@ -1,6 +1,6 @@
 """What the settings and setup dialogs share: saving off the loop.
 
-Save stores a typed API key in the OS keyring first (and saves nothing when
+Save stores a typed API key (and a Milvus token) in the OS keyring first (and saves nothing when
 the keyring did not keep it), then writes the settings file through the
 writer the dialog was given (an executor does the writing). The dialog is
 busy meanwhile: Save and Cancel are disabled and closing waits for the answer.
@@ -9,7 +9,7 @@ busy meanwhile: Save and Cancel are disabled and closing waits for the answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QWidget
@@ -53,16 +53,21 @@ class SettingsForm(QDialog):
     def save(self) -> None:  # pragma: no cover - each dialog checks its fields, then calls start_saving
         raise NotImplementedError
 
-    def start_saving(self, new: Settings, key_url: str | None) -> None:
-        """Save ``new`` in the background; with ``key_url``, store the typed key under it first."""
+    def start_saving(
+        self, new: Settings, key_url: str | None, more_keys: Sequence[tuple[ApiKeyField, str]] = ()
+    ) -> None:
+        """Save ``new`` in the background; with ``key_url``, store the typed key under it
+        first (and each of ``more_keys``' typed secrets under its URL)."""
         if self.save_task is None or self.save_task.done():
-            self.save_task = self._tasks.start(self._save(new, key_url), "save the settings")
+            keys = [*([(self.key_field, key_url)] if key_url is not None else []), *more_keys]
+            self.save_task = self._tasks.start(self._save(new, keys), "save the settings")
 
-    async def _save(self, new: Settings, key_url: str | None) -> None:
-        if key_url is not None and not await self.key_field.store_before_saving(
-            key_url, set_busy=self._set_busy, is_open=lambda: not self._closed, error=self.error
-        ):
-            return
+    async def _save(self, new: Settings, keys: list[tuple[ApiKeyField, str]]) -> None:
+        for field, url in keys:  # nothing is written unless the keyring kept every one
+            if not await field.store_before_saving(
+                url, set_busy=self._set_busy, is_open=lambda: not self._closed, error=self.error
+            ):
+                return
         self._set_busy(True)
         try:
             await self._write_settings(new)
@@ -98,3 +103,5 @@ class SettingsForm(QDialog):
     def _on_finished(self, _result: int) -> None:
         self._closed = True
         self.key_field.forget()
+        for field in self.findChildren(ApiKeyField):  # a dialog's other secrets (a Milvus token)
+            field.forget()

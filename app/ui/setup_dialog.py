@@ -275,7 +275,8 @@ class SetupDialog(SettingsForm):
         if self.remote.isChecked() and not new.model.openai.base_url:
             self.error.setText("Fill in the endpoint's base URL, or untick the remote endpoint.")
             return
-        await self._save(new, new.model.openai.base_url if self.remote.isChecked() and self.remote_key.text() else None)
+        key_url = new.model.openai.base_url if self.remote.isChecked() and self.remote_key.text() else None
+        await self._save(new, [(self.key_field, key_url)] if key_url is not None else [])
 
     def busy_widgets(self) -> list[QWidget]:
         return [self.remote]
