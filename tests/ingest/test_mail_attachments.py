@@ -171,3 +171,40 @@ def test_a_message_that_cannot_be_read_is_named_and_the_others_kept(
     read = converter.convert(archive)
     assert read.note.startswith("2 messages; ") and "message 3 could not be read (no body to be had)" in read.note
     assert {piece.headings for piece in read.pieces} == {("Tide tables",), ("Broken parts",)}
+
+
+def test_pictures_the_html_shows_inline_are_layout_not_attachments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signature's logo (referenced as cid: from the HTML) is neither listed nor read by
+    OCR; a real attachment of the same message still is."""
+    from PIL import Image
+
+    logo = io.BytesIO()
+    Image.new("RGB", (120, 40), "white").save(logo, format="PNG")
+    message = EmailMessage()
+    message["From"], message["Subject"], message["Date"] = "ana@harbour.example", "Quay rota", DATE
+    message.set_content(
+        "<html><body><p>The saffron rota is attached.</p><img src='cid:logo1@harbour'></body></html>", subtype="html"
+    )
+    message.add_related(
+        logo.getvalue(), maintype="image", subtype="png", cid="<logo1@harbour>", filename="image001.png"
+    )
+    # a multipart/related message, as some mailers write it: the body, its logo and a file side by side
+    message.add_related(
+        b"Rota: the cassia crew works Tuesday.\n",
+        maintype="text",
+        subtype="plain",
+        filename="rota.txt",
+        disposition="attachment",
+    )
+    assert message.get_content_type() == "multipart/related"
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "rota.eml").write_bytes(bytes(message))
+    assert main(["ingest", str(folder), "--collection", "mail"]) == 0
+    err = capsys.readouterr().err
+    assert "(2 chunks; 1 attachment read)" in err and "image001" not in err, err
+    hit = search("saffron", capsys)
+    assert "Attachments: rota.txt" in str(hit["text"]) and "image001" not in str(hit["text"])
+    assert search("cassia", capsys)["title"] == "rota.txt, attached to Quay rota — ana@harbour.example, 2 Dec 2026"

@@ -11,7 +11,8 @@ to UTF-8 with replacement characters.
 
 Attachments of a type Fathom reads are read by the same converter as any file
 (Docling, OCR, text; a mail attached to a mail, one level down) from a private
-temporary copy named only by its suffix, and cited as their own source linked to
+temporary copy named only by its suffix; pictures the HTML shows inline (a
+signature's logo) are part of the layout and left alone, and cited as their own source linked to
 the message: ``manifest.pdf, attached to Cargo manifest — Bo Lind, 2 Dec 2026``.
 Nothing an attachment holds is run. A malformed message is read as far as it
 goes and named in the document's note; a message that cannot be read at all is
@@ -20,6 +21,7 @@ named there too, and the rest of the file is still indexed.
 
 from __future__ import annotations
 
+import contextlib
 import email
 import email.policy
 import email.utils
@@ -94,7 +96,8 @@ class MailReader:
     def _message_pieces(self, message: EmailMessage, tally: _Tally) -> list[ChunkPiece]:
         subject = _subject(message)
         label = message_label(message)
-        names = [_attachment_name(part, n) for n, part in enumerate(message.iter_attachments(), start=1)]
+        attached = _attachments(message)
+        names = [_attachment_name(part, n) for n, part in enumerate(attached, start=1)]
         header = "\n".join(
             f"{name}: {_one_line(message[name])}" for name in ("From", "To", "Cc", "Date") if message[name]
         )
@@ -105,7 +108,7 @@ class MailReader:
             ChunkPiece(text=piece.text, embed_text=f"{subject}\n{piece.text}", headings=(subject,), title=label)
             for piece in chunk_plain_text(text, self.counter, self.max_tokens)
         ]
-        for name, part in zip(names, message.iter_attachments(), strict=True):
+        for name, part in zip(names, attached, strict=True):
             pieces.extend(self._attachment_pieces(name, part, subject, label, tally))
         defects = _defects(message)  # after decoding: a bad base64 payload is found only then
         if defects:
@@ -214,6 +217,29 @@ def _decoded(part: MIMEPart) -> str:
     except (LookupError, UnicodeError):  # an unknown or wrong charset: the text, however garbled
         payload = part.get_payload(decode=True)
         return payload.decode("utf-8", errors="replace") if isinstance(payload, bytes) else str(payload)
+
+
+def _attachments(message: EmailMessage) -> list[MIMEPart]:
+    """The message's attachments, less the pictures its HTML shows inline (a signature's
+    logo, referenced as ``cid:``): they are part of the layout, and reading each by OCR
+    would cost seconds per message."""
+    shown: set[str] = set()
+    for part in message.walk():
+        if part.get_content_type() == "text/html":
+            with contextlib.suppress(Exception):  # a body that cannot be decoded references nothing
+                shown.update(m.lower() for m in _CID.findall(str(part.get_content())))
+    return [
+        part
+        for part in message.iter_attachments()
+        if not (part.get_content_maintype() == "image" and _content_id(part) in shown)
+    ]
+
+
+_CID = re.compile(r"cid:([^\s\"'>)]+)", re.IGNORECASE)
+
+
+def _content_id(part: MIMEPart) -> str:
+    return str(part.get("Content-ID", "")).strip().strip("<>").lower()
 
 
 def _attachment_name(part: MIMEPart, number: int) -> str:
