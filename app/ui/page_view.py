@@ -34,11 +34,12 @@ class PageRequest:
 
     path: str
     page: int
+    quote: str = ""  # the cited passage, marked on the page where its text layer has it
 
 
-def page_picture(path: str, page: int, width_px: int) -> QImage:
+def page_picture(path: str, page: int, width_px: int, quote: str = "") -> QImage:
     """The page rendered and decoded (blocks: call it off the GUI loop)."""
-    image = QImage.fromData(render_page(path, page, width_px))
+    image = QImage.fromData(render_page(path, page, width_px, quote))
     if image.isNull():
         raise PageImageError(f"The picture of page {page} of {Path(path).name} could not be decoded.")
     return image
@@ -94,7 +95,9 @@ class PageView(QScrollArea):
 
     async def _load(self, request: PageRequest, width: int) -> None:
         try:
-            image = await run_blocking(page_picture, request.path, request.page, width, name="render the cited page")
+            image = await run_blocking(
+                page_picture, request.path, request.page, width, request.quote, name="render the cited page"
+            )
         except PageImageError as exc:
             self._fail(request, str(exc))
             return

@@ -139,7 +139,7 @@ class SourceViewer(QDialog):
         self.location.setText(as_written(" · ".join(where)))
         self._show_decision(decision)
         self._fill_text(evidence, chunk, context)
-        self._offer_page(chunk.path if chunk and chunk.path else evidence.path, page)
+        self._offer_page(chunk.path if chunk and chunk.path else evidence.path, page, self.highlighted_text())
 
     def page_tab_shown(self) -> bool:
         """Whether this source has a "Page N" tab."""
@@ -150,9 +150,10 @@ class SourceViewer(QDialog):
         if self.page_tab_shown():
             self.tabs.setCurrentWidget(self.page_view)
 
-    def _offer_page(self, path: str, page: int | None) -> None:
-        """A "Page N" tab for a page of a local PDF or image; no tab for anything else."""
-        request = PageRequest(path, page) if path and page is not None and page_kind(path) else None
+    def _offer_page(self, path: str, page: int | None, quote: str) -> None:
+        """A "Page N" tab for a page of a local PDF or image (``quote`` marked on it); no
+        tab for anything else."""
+        request = PageRequest(path, page, quote) if path and page is not None and page_kind(path) else None
         self.page_view.set_source(request)
         index = self.tabs.indexOf(self.page_view)
         if request is None:

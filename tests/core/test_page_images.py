@@ -106,3 +106,48 @@ def test_which_files_have_pages() -> None:
         "image"
     ] * 8
     assert page_kind("/d/a.md") is None and page_kind("/d/a.docx") is None and page_kind("/d/pdf") is None
+
+
+def _marked_rows(path: Path, page: int, quote: str) -> list[int]:
+    """The rows of the rendered page that the quote's highlight changed, checking that
+    what changed was washed yellow (red kept, blue taken out)."""
+    plain = Image.open(io.BytesIO(render_page(str(path), page, 600))).convert("RGB")
+    marked = Image.open(io.BytesIO(render_page(str(path), page, 600, quote))).convert("RGB")
+    assert plain.size == marked.size
+    rows, washed = [], 0
+    for y in range(plain.height):
+        changed = [x for x in range(0, plain.width, 3) if plain.getpixel((x, y)) != marked.getpixel((x, y))]
+        if changed:
+            rows.append(y)
+            for x in changed:  # white paper under the highlighter: red kept, blue taken out
+                red, _, blue = marked.getpixel((x, y))  # type: ignore[misc]
+                washed += plain.getpixel((x, y)) == (255, 255, 255) and red > 240 and blue < 200
+    assert washed >= len(rows), (washed, len(rows))
+    return rows
+
+
+def _line_band(line: int) -> tuple[int, int]:
+    """The rows of line ``line`` (0-based) of a text_pdf page rendered 600 px wide (A4)."""
+    scale = 600 / 595.28
+    baseline = 842 - (760 - 40 * line)
+    return int((baseline - 16) * scale), int((baseline + 6) * scale)
+
+
+def test_the_cited_passage_is_washed_yellow_where_the_page_has_it(tmp_path: Path) -> None:
+    from scanned_files import PAGE_TEXTS, text_pdf
+
+    pdf = tmp_path / "log.pdf"
+    pdf.write_bytes(text_pdf())
+    second_page = PAGE_TEXTS[1]
+    rows = _marked_rows(pdf, 2, " ".join(second_page[1:]))  # as a chunk joins the lines: no line breaks
+    top, bottom = _line_band(1)[0], _line_band(2)[1]
+    assert rows and top <= rows[0] and rows[-1] <= bottom, (rows[0], rows[-1], top, bottom)
+    assert any(_line_band(1)[0] <= y <= _line_band(1)[1] for y in rows)
+    assert any(_line_band(2)[0] <= y <= _line_band(2)[1] for y in rows)
+    assert not any(_line_band(0)[0] <= y <= _line_band(0)[1] for y in rows)  # the line before is not marked
+
+    # a passage that began on page 1 is marked on page 2 only as far as it runs there
+    run_on = f"{PAGE_TEXTS[0][-1]} {second_page[0]}"
+    rows = _marked_rows(pdf, 2, run_on)
+    assert rows and _line_band(0)[0] <= rows[0] and rows[-1] <= _line_band(0)[1]
+    assert _marked_rows(pdf, 2, "A sentence that is nowhere in this document at all.") == []

@@ -150,11 +150,11 @@ def test_a_late_render_never_covers_the_newer_source(
     rendered: list[str] = []
     real = page_view_module.render_page
 
-    def slow_for_the_pdf(path: str, page: int, width_px: int) -> bytes:
+    def slow_for_the_pdf(path: str, page: int, width_px: int, quote: str = "") -> bytes:
         started.append(Path(path).name)
         if path == str(pdf):
             release.wait(timeout=10)
-        data = real(path, page, width_px)
+        data = real(path, page, width_px, quote)
         rendered.append(Path(path).name)
         return data
 
@@ -172,3 +172,26 @@ def test_a_late_render_never_covers_the_newer_source(
     qtbot.waitUntil(lambda: viewer.page_view.task is not None and viewer.page_view.task.done(), timeout=10_000)
     assert viewer.page_view.picture() == newer  # still the image's page, not the PDF's
     assert viewer.tabs.tabText(viewer.tabs.indexOf(viewer.page_view)) == "&Page 1"
+
+
+def test_the_cited_passage_is_marked_on_the_page(qtbot: Any, aloop: Any, tmp_path: Path) -> None:
+    from scanned_files import PAGE_TEXTS, text_pdf
+
+    pdf = tmp_path / "log.pdf"
+    pdf.write_bytes(text_pdf())
+    cited = PAGE_TEXTS[1][1]
+    chunk = Chunk("c1", "d1", "docs", str(pdf), cited, page=2, chunk_no=1)
+    viewer = _viewer(qtbot)
+    viewer.show_source(Evidence(1, "c1", "q", cited, str(pdf), page=2), chunk, [chunk], None)
+    viewer.show_page()
+    image = _shown(viewer, qtbot)
+    washed = [  # highlighter yellow over white paper, sampled across the page
+        (x, y)
+        for y in range(0, image.height(), 2)
+        for x in range(0, image.width(), 4)
+        if (c := image.pixelColor(x, y)).red() > 240 and c.green() > 200 and c.blue() < 190
+    ]
+    assert washed, "no part of the page is marked"
+    rows = {y for _, y in washed}
+    assert max(rows) - min(rows) < image.height() * 0.06  # one line's height, not the page
+    assert min(rows) > image.height() * 0.12  # the second line, below the first (at about 10% of the page)
