@@ -299,7 +299,7 @@ class IngestProgress(IngestEvent):
     current: str = ""
     files_per_s: float = 0.0
     eta_s: float | None = None
-    ocr: str = ""  # while OCR reads a file: "tide.pdf: OCR, page 3 of 40"
+    ocr: str = ""  # while a long file is read: "tide.pdf: OCR, page 3 of 40", "inbox.mbox: message 1,200 of 9,000"
 
     @property
     def fraction(self) -> float:

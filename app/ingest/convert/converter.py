@@ -72,6 +72,11 @@ class Converter:
         if kind == "mail":
             # attachments are read like any file; a mail attached to a mail, one level down
             read_attachment = (lambda copy: self._convert(copy, depth + 1)) if depth < MAX_ATTACHMENT_DEPTH else None
-            return MailReader(self.counter, self.config.max_tokens, read_attachment).convert(path)
+            on_message = self._report_messages if depth == 0 else None  # an archive's messages, as OCR's pages
+            return MailReader(self.counter, self.config.max_tokens, read_attachment, on_message).convert(path)
         check_document(path, head)
         return self._docling.convert(path)
+
+    def _report_messages(self, read: int, total: int) -> None:
+        if self.pages.on_page is not None:
+            self.pages.on_page(read, total, "message")

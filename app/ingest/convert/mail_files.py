@@ -29,6 +29,7 @@ import mailbox
 import mimetypes
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage, MIMEPart
@@ -46,6 +47,9 @@ MAX_NAMED_PROBLEMS = 3  # named in the note; the rest are counted
 
 # reads an attachment's temporary copy as any file is read (None: attachments are only named)
 ReadAttachment = Callable[[Path], ConvertedDocument]
+# told how far an archive is read: (messages read, messages in it)
+MessageReport = Callable[[int, int], None]
+REPORT_EVERY_S = 0.5  # an archive's progress is said at its first message, then at most this often
 
 
 @dataclass
@@ -68,17 +72,28 @@ class _Tally:
 class MailReader:
     """Reads one mail file into chunk pieces; ``read_attachment`` reads attachments."""
 
-    def __init__(self, counter: TokenCounter, max_tokens: int, read_attachment: ReadAttachment | None) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter,
+        max_tokens: int,
+        read_attachment: ReadAttachment | None,
+        on_message: MessageReport | None = None,
+    ) -> None:
         self.counter = counter
         self.max_tokens = max_tokens
         self.read_attachment = read_attachment
+        self.on_message = on_message
 
     def convert(self, path: Path) -> ConvertedDocument:
         archive = path.suffix.lower() == ".mbox"
         tally = _Tally()
         pieces: list[ChunkPiece] = []
         subjects: list[str] = []
-        for number, raw in enumerate(_raw_messages(path), start=1):
+        said_at = -REPORT_EVERY_S
+        for number, total, raw in _raw_messages(path):
+            if self.on_message is not None and total > 1 and time.monotonic() - said_at >= REPORT_EVERY_S:
+                self.on_message(number, total)
+                said_at = time.monotonic()
             try:
                 message = email.message_from_bytes(raw, policy=email.policy.default)
                 assert isinstance(message, EmailMessage)
@@ -159,22 +174,24 @@ def message_label(message: EmailMessage) -> str:
     return f"{_subject(message)} — {who}" if who else _subject(message)
 
 
-def _raw_messages(path: Path) -> Iterator[bytes]:
+def _raw_messages(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(number from 1, how many, the message's bytes) for each message of the file."""
     suffix = path.suffix.lower()
     try:
         if suffix == ".mbox":
             box = mailbox.mbox(str(path), create=False)
             try:
-                for key in box.iterkeys():
-                    yield box.get_bytes(key)
+                keys = list(box.iterkeys())
+                for number, key in enumerate(keys, start=1):
+                    yield number, len(keys), box.get_bytes(key)
             finally:
                 box.close()
         elif suffix == ".msg":
             from docling.backend.email_backend import EmailDocumentBackend
 
-            yield EmailDocumentBackend._msg_to_rfc822_bytes(path.read_bytes())
+            yield 1, 1, EmailDocumentBackend._msg_to_rfc822_bytes(path.read_bytes())
         else:
-            yield path.read_bytes()
+            yield 1, 1, path.read_bytes()
     except (OSError, mailbox.Error) as exc:
         raise IngestError(f"The mail cannot be read ({exc}).") from None
     except ImportError as exc:

@@ -27,7 +27,7 @@ MIN_TEXT_CHARS = 16  # a PDF page with fewer characters in its text layer is tre
 PARAGRAPH_GAP = 1.0  # a gap taller than this many line heights starts a paragraph
 
 
-PageCallback = Callable[[int, int], None]  # (pages read so far, pages to read) of the current file
+PageCallback = Callable[[int, int, str], None]  # (read so far, to read, unit: "page" or "message") of the current file
 
 
 class PageReader:

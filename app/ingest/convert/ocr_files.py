@@ -29,7 +29,7 @@ def ocr_pieces(
         text = reader.read(image)
         read += 1
         if reader.on_page is not None:
-            reader.on_page(read, max(total, read))
+            reader.on_page(read, max(total, read), "page")
         for piece in chunk_plain_text(text, counter, max_tokens):
             pieces.append(ChunkPiece(text=piece.text, embed_text=piece.embed_text, headings=(), page=number))
     return pieces, read

@@ -25,7 +25,7 @@ from app.ingest.convert.results import ConvertOutcome
 from app.ingest.file_errors import short_error
 
 ExecutorKind = Literal["process", "thread"]
-PageReport = Callable[[int, int], None]  # (pages read, pages to read) of one file
+PageReport = Callable[[int, int, str], None]  # (read, to read, unit: "page" OCR read, or "message") of one file
 
 
 class ConversionPool:
@@ -69,10 +69,10 @@ class ConversionPool:
             report = pages.get()
             if report is None:
                 return
-            path, read, total = report
+            path, read, total, unit = report
             on_page = self._on_page.get(path)
             if on_page is not None:
-                on_page(read, total)
+                on_page(read, total, unit)
 
     async def start(self) -> None:
         """Start the workers from a helper thread: spawning a process (and sending it
@@ -95,7 +95,7 @@ class ConversionPool:
         fn: Callable[[str], ConvertOutcome] = _convert_in_worker if self.kind == "process" else _convert_in_thread
         key = str(path)
         if on_page is not None:
-            self._on_page[key] = lambda read, total: _call_soon(loop, on_page, read, total)
+            self._on_page[key] = lambda read, total, unit: _call_soon(loop, on_page, read, total, unit)
         try:
             return await loop.run_in_executor(self._ensure(), fn, key)
         except Exception as exc:
@@ -117,9 +117,9 @@ class ConversionPool:
             self._pages = None
 
 
-def _call_soon(loop: asyncio.AbstractEventLoop, fn: PageReport, read: int, total: int) -> None:
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: PageReport, read: int, total: int, unit: str) -> None:
     try:
-        loop.call_soon_threadsafe(fn, read, total)
+        loop.call_soon_threadsafe(fn, read, total, unit)
     except RuntimeError:  # the loop closed meanwhile: nobody is listening
         pass
 
@@ -170,8 +170,9 @@ def _convert_in_thread(path: str) -> ConvertOutcome:
 
 def _outcome(converter: Converter, path: str, pages: Any, *, in_process: bool) -> ConvertOutcome:
     """Convert, and turn any failure into the sentence that goes back to the pipeline;
-    each page OCR reads is reported on ``pages`` as (path, read, total)."""
-    converter.pages.on_page = lambda read, total: pages.put((path, read, total))
+    each page OCR reads (each message of a mail archive) is reported on ``pages`` as
+    (path, read, total, unit)."""
+    converter.pages.on_page = lambda read, total, unit: pages.put((path, read, total, unit))
     try:
         return ConvertOutcome(document=converter.convert(Path(path)))
     except IngestError as exc:

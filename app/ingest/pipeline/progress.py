@@ -94,9 +94,15 @@ class Progress:
         self.current = path
         self.emit(FileStarted(collection=self.collection, path=path))
 
-    def page_read(self, path: str, read: int, total: int) -> None:
-        """OCR read page ``read`` of ``total`` of this file (slow: seconds a page), said at once."""
-        self.ocr = "" if read >= total else f"{Path(path).name}: OCR, page {read} of {total}"
+    def page_read(self, path: str, read: int, total: int, unit: str = "page") -> None:
+        """OCR read page ``read`` of ``total`` of this file (slow: seconds a page), or the
+        mail reader message ``read`` of an archive's ``total``; said at once."""
+        if read >= total:
+            self.ocr = ""
+        elif unit == "message":
+            self.ocr = f"{Path(path).name}: message {read:,} of {total:,}"
+        else:
+            self.ocr = f"{Path(path).name}: OCR, page {read} of {total}"
         self.update(force=True)
 
     def work_finished(self) -> None:
