@@ -29,7 +29,7 @@ NOT_OFFLINE: dict[str, str] = {
     "audio": "it needs a speech-recognition model Fathom does not have offline",
     "video": "it needs a speech-recognition model Fathom does not have offline",
     "image": "Fathom reads images itself, with OCR (app/ingest/convert/ocr.py)",
-    "mets_gbs": "these page-scan archives need OCR, which Fathom does not run yet",
+    "mets_gbs": "Google Books page-scan archives come as .tar.gz, which Fathom does not unpack",
     "xml_xbrl": "it needs the arelle package (XBRL financial reports), which Fathom does not install",
     "ebcdic": "EBCDIC files need their record layout (a COBOL copybook) to be read",
     "json_docling": "Fathom reads .json files as text",
