@@ -512,9 +512,10 @@ class MainWindow(QMainWindow):
     def _on_task_error(self, name: str, exc: BaseException) -> None:
         text = str(exc) if isinstance(exc, FathomError) else f"{type(exc).__name__}: {exc}"
         self.errors.append(f"{name}: {text}")
+        if self._closing:  # a task that ended after the window closed: its widgets may be gone (it is logged)
+            return
         self.statusBar().showMessage(f"{name} failed: {text}", 10000)
-        if not self._closing:
-            show_error(self, f"{name.capitalize()} failed", text)
+        show_error(self, f"{name.capitalize()} failed", text)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._closing = True
