@@ -3,7 +3,9 @@
 Hybrid runs the dense and the BM25 search side by side and fuses the two
 lists by reciprocal rank (k=60): in Milvus (``hybrid_search``), or, where the
 engine fuses a batch of queries wrongly (the native Milvus Lite 2.5), here from
-one batched dense and one batched BM25 call (``fuse_here``). Filters narrow a search to some documents or
+one batched dense and one batched BM25 call (``fuse_here``); or, where a large
+collection's dense vectors are copied in memory, from the copy's dense list and
+Milvus' BM25 list (``search_with_copy``). Filters narrow a search to some documents or
 to a path prefix; hits come back as :class:`~app.core.models.Hit` per query.
 """
 
@@ -11,10 +13,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from app.core.models import Hit
+import numpy as np
+
+from app.core.models import Chunk, Hit
 from app.store.milvus_schema import KEYWORD_FIELD, OUTPUT_FIELDS, row_to_chunk, safe_text
+
+if TYPE_CHECKING:
+    from app.store.dense_cache import DenseCache
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "bm25")
@@ -117,18 +124,78 @@ def search_collection(
     return [_hits(query, hits, mode, path_prefix) for query, hits in zip(queries, raw, strict=True)]
 
 
-def rrf_fuse(lists: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
-    """Reciprocal-rank fusion as Milvus does it: a chunk scores Σ 1/(k + rank), rank
-    counted from 1 in each list it is in; best first, ties in order of first sight."""
+def search_with_copy(
+    client: Any,
+    mname: str,
+    queries: Sequence[str],
+    vectors: np.ndarray,
+    copy: DenseCache,
+    *,
+    mode: SearchMode,
+    top_k: int,
+    candidates: int | None,
+    timeout: float | None,
+) -> list[list[Hit]]:
+    """Dense or hybrid search of the whole collection with its dense side answered by
+    ``copy`` (:mod:`app.store.dense_cache`) instead of Milvus' scan: BM25 still comes
+    from Milvus, the two lists are fused here as in :func:`search_collection`, and the
+    chunks are read from Milvus by id. Dense scores are the copy's (half precision:
+    within about 1e-3 of the exact cosine)."""
+    if mode == "dense":
+        ranked = copy.search(vectors, top_k)
+        known: dict[str, Chunk] = {}
+    else:
+        pool = candidates or max(2 * top_k, 20)
+        by_dense = copy.search(vectors, pool)
+        by_bm25 = search_collection(
+            client,
+            mname,
+            queries,
+            [],
+            mode="bm25",
+            top_k=pool,
+            doc_ids=None,
+            path_prefix=None,
+            candidates=None,
+            dense_search={},
+            timeout=timeout,
+        )
+        ranked = [
+            rrf_rank([[chunk_id for chunk_id, _ in near], [hit.chunk.chunk_id for hit in hits]], top_k)
+            for near, hits in zip(by_dense, by_bm25, strict=True)
+        ]
+        known = {hit.chunk.chunk_id: hit.chunk for hits in by_bm25 for hit in hits}
+    missing = list(dict.fromkeys(chunk_id for row in ranked for chunk_id, _ in row if chunk_id not in known))
+    if missing:
+        rows = client.get(mname, ids=missing, output_fields=OUTPUT_FIELDS, timeout=timeout)
+        known.update((chunk.chunk_id, chunk) for chunk in (row_to_chunk(dict(row)) for row in rows))
+    # a chunk deleted since the copy was searched is left out
+    return [
+        [Hit(chunk=known[chunk_id], score=score, query=query) for chunk_id, score in row if chunk_id in known]
+        for query, row in zip(queries, ranked, strict=True)
+    ]
+
+
+def rrf_rank(lists: Sequence[Sequence[str]], top_k: int) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion as Milvus does it: an id scores Σ 1/(k + rank), rank
+    counted from 1 in each list it is in; (id, score), best first, ties in order of
+    first sight."""
     scores: dict[str, float] = {}
+    for ids in lists:
+        for rank, key in enumerate(ids, start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+    ranked = sorted(scores, key=lambda key: -scores[key])[:top_k]
+    return [(key, scores[key]) for key in ranked]
+
+
+def rrf_fuse(lists: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
+    """:func:`rrf_rank` of lists of hits; each chunk keeps its first hit's query."""
     first: dict[str, Hit] = {}
     for hits in lists:
-        for rank, hit in enumerate(hits, start=1):
-            key = hit.chunk.chunk_id
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            first.setdefault(key, hit)
-    ranked = sorted(scores, key=lambda key: -scores[key])[:top_k]
-    return [Hit(chunk=first[key].chunk, score=scores[key], query=first[key].query) for key in ranked]
+        for hit in hits:
+            first.setdefault(hit.chunk.chunk_id, hit)
+    ranked = rrf_rank([[hit.chunk.chunk_id for hit in hits] for hits in lists], top_k)
+    return [Hit(chunk=first[key].chunk, score=score, query=first[key].query) for key, score in ranked]
 
 
 def _hits(query: str, raw: Any, mode: SearchMode, path_prefix: str | None) -> list[Hit]:

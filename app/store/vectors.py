@@ -12,6 +12,8 @@ The parts it is built from::
     milvus_schema      the collection's name, fields, properties and rows
     bm25_analyzer      how text is split into the words BM25 scores
     milvus_search      one dense, BM25 or hybrid search call
+    dense_cache        a large collection's dense vectors copied in memory, scanned
+                       faster and more exactly than Milvus Lite scans them
 
 Here: the collections' bookkeeping (loaded, unflushed, which model built them), the
 locks, and how the dense index is built and searched on Lite and on a server.
@@ -37,6 +39,7 @@ from app.core.errors import CollectionNotFound, StoreError
 from app.core.models import Chunk, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
+from app.store import dense_cache
 from app.store.bm25_analyzer import ANALYZER, STOP_WORDS
 from app.store.engine_move import MoveReport, finish_move, lite3_database_to_move, live_rows, start_move
 from app.store.milvus_connection import (
@@ -63,7 +66,7 @@ from app.store.milvus_schema import (
     row_to_chunk,
     unit_vectors,
 )
-from app.store.milvus_search import SEARCH_MODES, SearchMode, literal, search_collection
+from app.store.milvus_search import SEARCH_MODES, SearchMode, literal, search_collection, search_with_copy
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,7 @@ DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP", "params": {"ef": 256}}
 SERVER_DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP"}
 
 WRITE_BATCH = 512  # rows per insert call, well under gRPC's message limit
+COPY_PAGE = 256  # rows per read while copying vectors (larger reads slow Milvus Lite down sharply)
 
 
 class VectorStore:
@@ -125,6 +129,11 @@ class VectorStore:
         # the native Milvus Lite 2.5 fuses a batched hybrid search wrongly (each query after
         # the first gets ranks counted across the batch), so hybrid is fused here instead
         self._fuses_batches_wrongly = self._native_lite
+        # Milvus Lite scans every dense vector of a search; a large collection's vectors
+        # are copied into memory and scanned there (shared by the stores on one file)
+        self._copies: dict[str, dense_cache.DenseCache] | None = None
+        if self._lite_path is not None and dense_cache.available():
+            self._copies = dense_cache.acquire(self._lite_path)
 
     @classmethod
     def open(cls, settings: Settings, paths: AppPaths, *, token: str = "") -> VectorStore:
@@ -207,6 +216,8 @@ class VectorStore:
                 self._loaded.discard(mname)
                 self._keyword.pop(mname, None)
             self._unflushed.discard(mname)
+            if self._copies is not None:
+                dense_cache.drop(self._copies, mname)
 
     # -- writing --------------------------------------------------------------
 
@@ -225,6 +236,8 @@ class VectorStore:
             for start in range(0, len(rows), WRITE_BATCH):
                 self._client.upsert(mname, rows[start : start + WRITE_BATCH], timeout=self._timeout)
             self._unflushed.add(mname)
+            if copy := self._copy(mname):
+                copy.upsert([c.chunk_id for c in chunks], [c.doc_id for c in chunks], array)
 
     def delete_document(self, name: str, doc_id: str) -> None:
         mname = milvus_name(name)
@@ -233,6 +246,8 @@ class VectorStore:
                 return
             self._client.delete(mname, filter=f"doc_id == {literal(doc_id)}", timeout=self._timeout)
             self._unflushed.add(mname)
+            if copy := self._copy(mname):
+                copy.remove_document(doc_id)
 
     def delete_chunks(self, name: str, chunk_ids: Sequence[str]) -> None:
         """Delete these chunk ids (ids not present are ignored)."""
@@ -244,6 +259,8 @@ class VectorStore:
                 part = list(chunk_ids[start : start + 1000])
                 self._client.delete(mname, ids=part, timeout=self._timeout)
             self._unflushed.add(mname)
+            if copy := self._copy(mname):
+                copy.remove_chunks(chunk_ids)
 
     def flush(self, name: str | None = None) -> None:
         """Seal what was written into indexed segments (one collection, or all).
@@ -258,6 +275,7 @@ class VectorStore:
             for mname in targets:
                 if self._client.has_collection(mname):
                     self._client.flush(mname, timeout=self._timeout)
+                    self._start_copy(mname)
                 self._unflushed.discard(mname)
 
     # -- reading --------------------------------------------------------------
@@ -325,7 +343,21 @@ class VectorStore:
         if mode != "bm25":
             if vectors is None or len(vectors) != len(queries):
                 raise StoreError(f"Search mode '{mode}' needs one vector per query.")
-            dense = unit_vectors(vectors, dim).tolist()
+            array = unit_vectors(vectors, dim)
+            copy = self._copy(mname) if doc_ids is None and not path_prefix else None
+            if copy is not None and copy.ready:
+                return search_with_copy(
+                    self._client,
+                    mname,
+                    queries,
+                    array,
+                    copy,
+                    mode=mode,
+                    top_k=top_k,
+                    candidates=candidates,
+                    timeout=self._timeout,
+                )
+            dense = array.tolist()
         from pymilvus import MilvusException
 
         try:
@@ -390,6 +422,8 @@ class VectorStore:
             if self._unflushed:
                 self.flush()
         finally:
+            if self._copies is not None and self._lite_path is not None:
+                dense_cache.release(self._lite_path)
             if self._lite_path is None:
                 self._client.close()
             else:  # the connection is shared with the path's other stores: closed with the last
@@ -464,6 +498,39 @@ class VectorStore:
             self.indexes_rebuilt.append(mname)
         with self._meta_lock:
             self._loaded.add(mname)
+        self._start_copy(mname)
+
+    # -- the in-memory copy of a large collection's dense vectors (Milvus Lite) ---------
+
+    def _copy(self, mname: str) -> dense_cache.DenseCache | None:
+        return None if self._copies is None else self._copies.get(mname)
+
+    def _start_copy(self, mname: str) -> None:
+        """Copy ``mname``'s dense vectors into memory in the background, once it holds
+        :data:`dense_cache.MIN_ROWS` chunks; its searches use the copy once it is full."""
+        if self._copies is None or self._closed or mname in self._copies:
+            return
+        rows = self._client.query(mname, filter="", output_fields=["count(*)"], timeout=self._timeout)
+        if not rows or int(rows[0]["count(*)"]) < dense_cache.MIN_ROWS:
+            return
+        dimension = dense_dimension(self._client.describe_collection(mname))
+        if dense_cache.start_filling(self._copies, mname, dimension, lambda: self._copy_pages(mname, dimension)):
+            log.info("copying the dense vectors of %s into memory for faster search", mname)
+
+    def _copy_pages(self, mname: str, dimension: int) -> Iterator[tuple[list[str], list[str], np.ndarray]]:
+        """The collection's (chunk ids, document ids, vectors), a page at a time. Read by
+        id: Milvus Lite returns a few hundred rows with their vectors in milliseconds, but
+        takes minutes over ten thousand in one query."""
+        chunk_ids = [str(row["chunk_id"]) for row in self._query_all(mname, 'doc_id != ""')]
+        for start in range(0, len(chunk_ids), COPY_PAGE):
+            rows = self._client.get(
+                mname,
+                ids=chunk_ids[start : start + COPY_PAGE],
+                output_fields=["chunk_id", "doc_id", "dense"],
+                timeout=self._timeout,
+            )
+            vectors = np.asarray([row["dense"] for row in rows], dtype=np.float32).reshape(len(rows), dimension)
+            yield [str(row["chunk_id"]) for row in rows], [str(row["doc_id"]) for row in rows], vectors
 
     def _rebuild_indexes(self, mname: str) -> None:
         with contextlib.suppress(Exception):  # not loaded: nothing to release
