@@ -183,6 +183,11 @@ async def _search(library: Library, settings: Settings) -> str:
                 f"'{probe.query}' did not find '{probe.expected}' ({probe.source}) "
                 f"in the top {SEARCH_TOP_K}; found {found}"
             )
+    from app.store import dense_cache
+
+    problem = dense_cache.check()
+    if problem is not None:
+        raise StepFailed(problem)
     return (
         f"ok search {len(PROBES)} questions, each found its fact in the top {SEARCH_TOP_K} "
         f"(hybrid) in {time.perf_counter() - started:.2f} s"

@@ -45,6 +45,20 @@ def available() -> bool:
     return True
 
 
+def check() -> str | None:
+    """None when a copy works here (faiss loads and finds a vector by itself), else why
+    not: the self-test's check that an installed bundle carries faiss."""
+    try:
+        cache = DenseCache(4)
+        cache.fill([(["a", "b"], ["d", "d"], np.eye(4, dtype=np.float32)[:2])])
+        found = cache.search(np.eye(4, dtype=np.float32)[1:2], 1)
+    except Exception as exc:  # ImportError, or a faiss built for another CPU
+        return f"the in-memory search copy for large libraries does not work: {type(exc).__name__}: {exc}"
+    if found != [[("b", 1.0)]]:
+        return f"the in-memory search copy found {found}, not the vector searched for"
+    return None
+
+
 class DenseCache:
     """Half-precision copies of one collection's unit vectors, by chunk id."""
 

@@ -98,6 +98,7 @@ DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP", "params": {"ef": 256}}
 SERVER_DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP"}
 
 WRITE_BATCH = 512  # rows per insert call, well under gRPC's message limit
+QUERY_PAGE = 4096  # rows per page when reading ids (one query stops at 16384 rows)
 COPY_PAGE = 256  # rows per read while copying vectors (larger reads slow Milvus Lite down sharply)
 
 
@@ -542,15 +543,18 @@ class VectorStore:
         create_indexes(self._client, mname, dense_index=self._dense_index(), timeout=self._timeout, fields=("dense",))
 
     def _query_all(self, mname: str, expr: str, fields: list[str] | None = None) -> Iterator[dict[str, Any]]:
-        """Every row matching ``expr`` (servers cap one query at 16384 rows)."""
-        if self.is_lite:  # no cap in Lite, and its iterator logs a warning per call
+        """Every row matching ``expr``. One query returns at most 16384 rows on a server
+        and on the native Milvus Lite (which says nothing and stops there), so those are
+        read page by page; Milvus Lite 3.x has no cap, and its iterator warns per call."""
+        if self.is_lite and not self._native_lite:
             yield from (
                 dict(row) for row in self._client.query(mname, filter=expr, output_fields=fields or ["chunk_id"])
             )
             return
-        iterator = self._client.query_iterator(
-            mname, batch_size=1000, filter=expr, output_fields=fields or ["chunk_id"]
-        )
+        with _quiet_iterator_warning():
+            iterator = self._client.query_iterator(
+                mname, batch_size=QUERY_PAGE, filter=expr, output_fields=fields or ["chunk_id"]
+            )
         try:
             while True:
                 page = iterator.next()
@@ -560,6 +564,23 @@ class VectorStore:
                     yield dict(row)
         finally:
             iterator.close()
+
+
+class _NoMvccWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "mvccTs" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_iterator_warning() -> Iterator[None]:
+    """pymilvus warns at every iterator on Milvus Lite that it keeps its own timestamp
+    ("failed to get mvccTs …"): true, and of no consequence to a reader of one process."""
+    logger, quiet = logging.getLogger("pymilvus.orm.iterator"), _NoMvccWarning()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _move_from_lite3(path: str) -> MoveReport:

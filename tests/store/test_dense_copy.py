@@ -231,3 +231,34 @@ def test_a_dropped_collection_forgets_its_copy_and_closing_stops_a_fill(
     assert not copy.filler.is_alive()
     assert copy.cancelled.is_set() and not copy.ready  # never full, and no further page read
     assert pages_read == [16]
+
+
+def test_a_collection_past_one_query_of_rows_is_read_and_copied_whole(tmp_path: Path) -> None:
+    """One Milvus query returns at most 16384 rows (the native Milvus Lite stops there
+    without a word): the ids read for Repair and for the copy must be all of them."""
+    rows, per_doc, dimension = 17_000, 10, 384
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((rows, dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    chunks = [
+        Chunk(
+            f"d{i // per_doc}:{i % per_doc}", f"d{i // per_doc}", COLLECTION, "/d.txt", f"row {i}", chunk_no=i % per_doc
+        )
+        for i in range(rows)
+    ]
+    uri = str(tmp_path / "milvus.db")
+    with VectorStore(uri) as store:
+        store.ensure_collection(COLLECTION, dimension, "random-unit-vectors")
+        for start in range(0, rows, 2000):
+            store.insert(COLLECTION, chunks[start : start + 2000], vectors[start : start + 2000])
+    queries = vectors[[3, 9_000, 16_999]] + 0.5 * rng.standard_normal((3, dimension)).astype(np.float32)
+    with VectorStore(uri) as store:
+        assert store.count(COLLECTION) == rows
+        assert store.doc_ids(COLLECTION) == {f"d{d}" for d in range(rows // per_doc)}
+        by_document = store.chunk_ids_by_document(COLLECTION)
+        assert sum(len(ids) for ids in by_document.values()) == rows
+        copy = _copy(store)
+        assert len(copy) == rows
+        found = store.search(COLLECTION, ["a", "b", "c"], queries, mode="dense", top_k=10)
+    exact = _exact_top(dict(zip((c.chunk_id for c in chunks), vectors, strict=True)), queries, 10)
+    assert _ids(found) == exact
