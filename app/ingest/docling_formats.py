@@ -24,6 +24,8 @@ import shutil
 from dataclasses import dataclass
 from functools import cache
 
+from app.core.serial_import import serial_import
+
 # Docling formats Fathom does not read, and why (InputFormat values)
 NOT_OFFLINE: dict[str, str] = {
     "audio": "it needs a speech-recognition model Fathom does not have offline",
@@ -84,7 +86,8 @@ class DoclingFormat:
 @cache
 def docling_formats() -> tuple[DoclingFormat, ...]:
     """Every format Fathom reads with the installed Docling."""
-    from docling.datamodel.base_models import FormatToExtensions, InputFormat
+    with serial_import("docling.datamodel.base_models"):
+        from docling.datamodel.base_models import FormatToExtensions, InputFormat
 
     found = []
     for fmt in InputFormat:
@@ -113,7 +116,8 @@ def docling_suffixes() -> dict[str, DoclingFormat]:
 @cache
 def image_suffixes() -> frozenset[str]:
     """The image files Docling knows (``.png``, ``.jpg``, ``.tiff``, …): Fathom reads them with its own OCR."""
-    from docling.datamodel.base_models import FormatToExtensions, InputFormat
+    with serial_import("docling.datamodel.base_models"):
+        from docling.datamodel.base_models import FormatToExtensions, InputFormat
 
     return frozenset(_suffixes(FormatToExtensions.get(InputFormat.IMAGE, [])))
 
@@ -121,7 +125,8 @@ def image_suffixes() -> frozenset[str]:
 @cache
 def not_read_reasons() -> dict[str, str]:
     """suffix → why Fathom does not read it, for Docling's suffixes Fathom leaves out."""
-    from docling.datamodel.base_models import FormatToExtensions, InputFormat
+    with serial_import("docling.datamodel.base_models"):
+        from docling.datamodel.base_models import FormatToExtensions, InputFormat
 
     reasons: dict[str, str] = {}
     for fmt in InputFormat:

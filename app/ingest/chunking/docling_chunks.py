@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.core.serial_import import serial_import
 from app.ingest.chunking.inline_html import drop_inline_html_from_document
 from app.ingest.chunking.page_numbers import page_of
 from app.ingest.chunking.piece import ChunkPiece
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 
 def make_docling_tokenizer(counter: TokenCounter, max_tokens: int) -> Any:
     """The embedder's tokenizer behind docling-core's ``BaseTokenizer`` interface."""
-    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
-    from pydantic import ConfigDict
+    with serial_import("docling_core.transforms.chunker.tokenizer.base"):
+        from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+        from pydantic import ConfigDict
 
     class LocalTokenizer(BaseTokenizer):
         model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -46,9 +48,13 @@ def make_docling_tokenizer(counter: TokenCounter, max_tokens: int) -> Any:
 def _markdown_tables_provider() -> Any:
     """Docling's chunking serializer with tables as compact Markdown tables (its
     default writes "row, column = value" triplets)."""
-    from docling_core.transforms.chunker.hierarchical_chunker import ChunkingDocSerializer, ChunkingSerializerProvider
-    from docling_core.transforms.serializer.markdown import MarkdownParams, MarkdownTableSerializer
-    from docling_core.types.doc.base import ImageRefMode
+    with serial_import("docling_core.types.doc.base"):
+        from docling_core.transforms.chunker.hierarchical_chunker import (
+            ChunkingDocSerializer,
+            ChunkingSerializerProvider,
+        )
+        from docling_core.transforms.serializer.markdown import MarkdownParams, MarkdownTableSerializer
+        from docling_core.types.doc.base import ImageRefMode
 
     class _Tables(MarkdownTableSerializer):
         def serialize(self, **kwargs: Any) -> Any:
@@ -79,8 +85,9 @@ class DoclingChunker:
     """
 
     def __init__(self, counter: TokenCounter, max_tokens: int) -> None:
-        from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-        from docling_core.types.doc.items.table.table import TableItem
+        with serial_import("docling_core.types.doc.items.table.table"):
+            from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+            from docling_core.types.doc.items.table.table import TableItem
 
         class _Chunker(HybridChunker):
             def segment(self, doc_chunk: Any, available_length: int, doc_serializer: Any) -> list[str]:

@@ -8,6 +8,8 @@ import html
 import re
 from typing import TYPE_CHECKING
 
+from app.core.serial_import import serial_import
+
 if TYPE_CHECKING:
     from docling_core.types.doc.document import DoclingDocument
 
@@ -79,8 +81,9 @@ def _replacement(match: re.Match[str], one_line: bool) -> str:
 def drop_inline_html_from_document(document: DoclingDocument) -> None:
     """Tags and entities left in a Docling document's text items and table cells,
     removed in place; code items, headings and titles are left as they are."""
-    from docling_core.types.doc.items.table.table_data import RichTableCell
-    from docling_core.types.doc.labels import DocItemLabel
+    with serial_import("docling_core.types.doc.labels"):
+        from docling_core.types.doc.items.table.table_data import RichTableCell
+        from docling_core.types.doc.labels import DocItemLabel
 
     kept = {DocItemLabel.CODE, DocItemLabel.FORMULA, DocItemLabel.TITLE, DocItemLabel.SECTION_HEADER}
     for item in document.texts:

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+from app.core.serial_import import serial_import
 from app.ingest.convert.markdown_html import read_markdown_html_blocks_as_html
 from app.ingest.docling_formats import docling_formats
 
@@ -37,8 +38,9 @@ def build_docling_converter(artifacts_path: str, pdf_pipeline: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     for name in ("docling", "docling_core", "docling_parse"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    from docling.datamodel.base_models import InputFormat
-    from docling.document_converter import DocumentConverter, PdfFormatOption
+    with serial_import("docling.document_converter"):
+        from docling.datamodel.base_models import InputFormat
+        from docling.document_converter import DocumentConverter, PdfFormatOption
 
     read_markdown_html_blocks_as_html()
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from app.core.errors import IngestError
+from app.core.serial_import import serial_import
 
 RENDER_SCALE = 2.0  # pypdfium2 renders at 72 dpi × scale: 144 dpi
 MIN_TEXT_CHARS = 16  # a PDF page with fewer characters in its text layer is treated as a scan
@@ -42,7 +43,8 @@ class PageReader:
     def _ocr(self) -> Any:
         if self._engine is None:
             try:
-                from rapidocr import RapidOCR
+                with serial_import("rapidocr"):
+                    from rapidocr import RapidOCR
             except ImportError as exc:
                 raise IngestError(
                     f"OCR is not available: the rapidocr package cannot be loaded ({exc}).",
