@@ -12,7 +12,9 @@ to a path prefix; hits come back as :class:`~app.core.models.Hit` per query.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -28,6 +30,19 @@ SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "bm25")
 
 RRF_K = 60
 BM25_SEARCH: dict[str, Any] = {"metric_type": "BM25"}
+
+_keyword_pool: ThreadPoolExecutor | None = None
+_keyword_pool_lock = threading.Lock()
+
+
+def _keyword_threads() -> ThreadPoolExecutor:
+    """Threads that wait on Milvus' BM25 answer while this thread scans the in-memory
+    copy (both release the GIL: the scan in faiss, the wait in gRPC)."""
+    global _keyword_pool
+    with _keyword_pool_lock:
+        if _keyword_pool is None:
+            _keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fathom-bm25")
+        return _keyword_pool
 
 
 # -- filters ------------------------------------------------------------------
@@ -146,8 +161,10 @@ def search_with_copy(
         known: dict[str, Chunk] = {}
     else:
         pool = candidates or max(2 * top_k, 20)
-        by_dense = copy.search(vectors, pool)
-        by_bm25 = search_collection(
+        # Milvus answers BM25 while the copy is scanned here: a sub-query costs the
+        # longer of the two, not their sum
+        keyword = _keyword_threads().submit(
+            search_collection,
             client,
             mname,
             queries,
@@ -160,6 +177,8 @@ def search_with_copy(
             dense_search={},
             timeout=timeout,
         )
+        by_dense = copy.search(vectors, pool)
+        by_bm25 = keyword.result()
         ranked = [
             rrf_rank([[chunk_id for chunk_id, _ in near], [hit.chunk.chunk_id for hit in hits]], top_k)
             for near, hits in zip(by_dense, by_bm25, strict=True)
