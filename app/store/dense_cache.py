@@ -32,10 +32,15 @@ from typing import Any
 import numpy as np
 
 from app.core.serial_import import serial_import
+from app.store.keyword_copy import KeywordIndex
 
 log = logging.getLogger(__name__)
 
 MIN_ROWS = 5_000  # below this Milvus Lite's own search takes a millisecond or two
+
+# one page of a collection's rows: chunk ids, document ids, unit vectors, and the chunk
+# texts when the copy keeps BM25 too (else None)
+Page = tuple[Sequence[str], Sequence[str], np.ndarray, Sequence[str] | None]
 
 
 def available() -> bool:
@@ -53,7 +58,7 @@ def check() -> str | None:
     not: the self-test's check that an installed bundle carries faiss."""
     try:
         cache = DenseCache(4)
-        cache.fill([(["a", "b"], ["d", "d"], np.eye(4, dtype=np.float32)[:2])])
+        cache.fill([(["a", "b"], ["d", "d"], np.eye(4, dtype=np.float32)[:2], None)])
         found = cache.search(np.eye(4, dtype=np.float32)[1:2], 1)
     except Exception as exc:  # ImportError, or a faiss built for another CPU
         return f"the in-memory search copy for large libraries does not work: {type(exc).__name__}: {exc}"
@@ -63,15 +68,17 @@ def check() -> str | None:
 
 
 class DenseCache:
-    """Half-precision copies of one collection's unit vectors, by chunk id."""
+    """Half-precision copies of one collection's unit vectors, by chunk id; with
+    ``keywords``, a BM25 index of the chunks' texts too (:mod:`app.store.keyword_copy`)."""
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, *, keywords: bool = False) -> None:
         with serial_import("faiss"):
             import faiss
 
         self.dimension = dimension
         quantiser = faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         self._index = faiss.IndexIDMap2(quantiser)
+        self.keywords: KeywordIndex | None = KeywordIndex() if keywords else None
         self._lock = threading.Lock()
         self._label_of: dict[str, int] = {}
         self._chunk_of: dict[int, str] = {}
@@ -96,14 +103,14 @@ class DenseCache:
 
     # -- filling --------------------------------------------------------------------
 
-    def fill(self, pages: Iterable[tuple[Sequence[str], Sequence[str], np.ndarray]]) -> bool:
+    def fill(self, pages: Iterable[Page]) -> bool:
         """Add the collection's rows, page by page, then the writes made meanwhile;
         False (and never ready) when cancelled first."""
-        for chunk_ids, doc_ids, vectors in pages:
+        for chunk_ids, doc_ids, vectors, texts in pages:
             if self.cancelled.is_set():
                 return False
             with self._lock:
-                self._set(chunk_ids, doc_ids, vectors)
+                self._set(chunk_ids, doc_ids, vectors, texts)
         with self._lock:
             if self.cancelled.is_set():
                 return False
@@ -115,10 +122,13 @@ class DenseCache:
 
     # -- kept in step with the store's writes ------------------------------------------
 
-    def upsert(self, chunk_ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray) -> None:
-        """Set these chunks' vectors (unit vectors, one row each), replacing any they had."""
-        ids, docs, rows = list(chunk_ids), list(doc_ids), np.array(vectors, dtype=np.float32)
-        self._write(lambda: self._set(ids, docs, rows))
+    def upsert(
+        self, chunk_ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray, texts: Sequence[str]
+    ) -> None:
+        """Set these chunks' vectors (unit vectors, one row each) and texts (as Milvus
+        keeps them), replacing any they had."""
+        ids, docs, rows, words = list(chunk_ids), list(doc_ids), np.array(vectors, dtype=np.float32), list(texts)
+        self._write(lambda: self._set(ids, docs, rows, words))
 
     def remove_document(self, doc_id: str) -> None:
         self._write(lambda: self._remove(list(self._labels_of_doc.get(doc_id, ()))))
@@ -134,9 +144,13 @@ class DenseCache:
             else:
                 write()
 
-    def _set(self, chunk_ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray) -> None:
+    def _set(
+        self, chunk_ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray, texts: Sequence[str] | None
+    ) -> None:
         if not len(chunk_ids):
             return
+        if self.keywords is not None and texts is None:
+            raise ValueError("this copy keeps BM25: it needs the chunks' texts")
         self._remove([self._label_of[c] for c in chunk_ids if c in self._label_of])
         labels = np.arange(self._next_label, self._next_label + len(chunk_ids), dtype=np.int64)
         self._next_label += len(chunk_ids)
@@ -146,11 +160,15 @@ class DenseCache:
             self._chunk_of[label] = chunk_id
             self._doc_of[label] = doc_id
             self._labels_of_doc.setdefault(doc_id, set()).add(label)
+        if self.keywords is not None and texts is not None:
+            self.keywords.add(labels.tolist(), texts)
 
     def _remove(self, labels: list[int]) -> None:
         if not labels:
             return
         self._index.remove_ids(np.array(labels, dtype=np.int64))  # type: ignore[arg-type]  # faiss wraps arrays
+        if self.keywords is not None:
+            self.keywords.remove(labels)
         for label in labels:
             del self._label_of[self._chunk_of.pop(label)]
             doc_id = self._doc_of.pop(label)
@@ -182,6 +200,16 @@ class DenseCache:
             for row, near in zip(labels.tolist(), scores.tolist(), strict=True):
                 found.append([(self._chunk_of[at], score) for at, score in zip(row, near, strict=True) if at >= 0])
             return found
+
+    def search_keywords(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        """(chunk id, BM25 score) of the best rows for each query, best first (a copy
+        made with ``keywords``)."""
+        if self.keywords is None:
+            raise ValueError("this copy keeps no BM25 index")
+        with self._lock:
+            return [
+                [(self._chunk_of[row], score) for row, score in found] for found in self.keywords.search(queries, k)
+            ]
 
 
 @dataclass
@@ -233,13 +261,16 @@ def drop(caches: dict[str, DenseCache], mname: str) -> None:
         cache.cancelled.set()
 
 
-def start_filling(caches: dict[str, DenseCache], mname: str, dimension: int, read: Callable[[], Any]) -> bool:
+def start_filling(
+    caches: dict[str, DenseCache], mname: str, dimension: int, read: Callable[[], Any], *, keywords: bool = False
+) -> bool:
     """Begin a copy of collection ``mname`` unless there is one: ``read()`` yields the
-    rows' pages (:meth:`DenseCache.fill`); filled on a background thread."""
+    rows' pages (:meth:`DenseCache.fill`; with their texts when ``keywords``); filled on
+    a background thread."""
     with _LOCK:
         if mname in caches:
             return False
-        cache = caches[mname] = DenseCache(dimension)
+        cache = caches[mname] = DenseCache(dimension, keywords=keywords)
 
     def run() -> None:
         try:

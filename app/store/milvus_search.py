@@ -143,7 +143,7 @@ def search_with_copy(
     client: Any,
     mname: str,
     queries: Sequence[str],
-    vectors: np.ndarray,
+    vectors: np.ndarray | None,
     copy: DenseCache,
     *,
     mode: SearchMode,
@@ -151,16 +151,30 @@ def search_with_copy(
     candidates: int | None,
     timeout: float | None,
 ) -> list[list[Hit]]:
-    """Dense or hybrid search of the whole collection with its dense side answered by
-    ``copy`` (:mod:`app.store.dense_cache`) instead of Milvus' scan: BM25 still comes
-    from Milvus, the two lists are fused here as in :func:`search_collection`, and the
-    chunks are read from Milvus by id. Dense scores are the copy's (half precision:
-    within about 1e-3 of the exact cosine)."""
+    """A search of the whole collection with its dense side answered by ``copy``
+    (:mod:`app.store.dense_cache`) instead of Milvus' scan, and its BM25 side by the
+    copy too where it keeps BM25 (Milvus Lite 3.x), else by Milvus meanwhile; the two
+    lists are fused here as in :func:`search_collection`, and the chunks are read from
+    Milvus by id. Dense scores are the copy's (half precision: within about 1e-3 of the
+    exact cosine). ``vectors`` may be None only for a bm25 search of a copy that
+    keeps BM25."""
+    known: dict[str, Chunk] = {}
+    pool = candidates or max(2 * top_k, 20)
     if mode == "dense":
+        assert vectors is not None
         ranked = copy.search(vectors, top_k)
-        known: dict[str, Chunk] = {}
+    elif copy.keywords is not None:  # the copy keeps BM25 too (Milvus Lite 3.x)
+        by_keyword = copy.search_keywords(queries, top_k if mode == "bm25" else pool)
+        if mode == "bm25":
+            ranked = by_keyword
+        else:
+            assert vectors is not None
+            ranked = [
+                rrf_rank([[chunk_id for chunk_id, _ in near], [chunk_id for chunk_id, _ in words]], top_k)
+                for near, words in zip(copy.search(vectors, pool), by_keyword, strict=True)
+            ]
     else:
-        pool = candidates or max(2 * top_k, 20)
+        assert vectors is not None
         # Milvus answers BM25 while the copy is scanned here: a sub-query costs the
         # longer of the two, not their sum
         keyword = _keyword_threads().submit(

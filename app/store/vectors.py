@@ -238,7 +238,9 @@ class VectorStore:
                 self._client.upsert(mname, rows[start : start + WRITE_BATCH], timeout=self._timeout)
             self._unflushed.add(mname)
             if copy := self._copy(mname):
-                copy.upsert([c.chunk_id for c in chunks], [c.doc_id for c in chunks], array)
+                copy.upsert(
+                    [c.chunk_id for c in chunks], [c.doc_id for c in chunks], array, [row["text"] for row in rows]
+                )
 
     def delete_document(self, name: str, doc_id: str) -> None:
         mname = milvus_name(name)
@@ -341,24 +343,25 @@ class VectorStore:
                 )
             mode = "dense"
         dense: list[list[float]] = []
+        array: np.ndarray | None = None
         if mode != "bm25":
             if vectors is None or len(vectors) != len(queries):
                 raise StoreError(f"Search mode '{mode}' needs one vector per query.")
             array = unit_vectors(vectors, dim)
-            copy = self._copy(mname) if doc_ids is None and not path_prefix else None
-            if copy is not None and copy.ready:
-                return search_with_copy(
-                    self._client,
-                    mname,
-                    queries,
-                    array,
-                    copy,
-                    mode=mode,
-                    top_k=top_k,
-                    candidates=candidates,
-                    timeout=self._timeout,
-                )
             dense = array.tolist()
+        copy = self._copy(mname) if doc_ids is None and not path_prefix else None
+        if copy is not None and copy.ready and (mode != "bm25" or copy.keywords is not None):
+            return search_with_copy(
+                self._client,
+                mname,
+                queries,
+                array,
+                copy,
+                mode=mode,
+                top_k=top_k,
+                candidates=candidates,
+                timeout=self._timeout,
+            )
         from pymilvus import MilvusException
 
         try:
@@ -515,23 +518,30 @@ class VectorStore:
         if not rows or int(rows[0]["count(*)"]) < dense_cache.MIN_ROWS:
             return
         dimension = dense_dimension(self._client.describe_collection(mname))
-        if dense_cache.start_filling(self._copies, mname, dimension, lambda: self._copy_pages(mname, dimension)):
+        # 3.x scores BM25 with each segment's own word statistics: the copy keeps BM25 too
+        keywords = not self._native_lite
+        if dense_cache.start_filling(
+            self._copies, mname, dimension, lambda: self._copy_pages(mname, dimension, keywords), keywords=keywords
+        ):
             log.info("copying the dense vectors of %s into memory for faster search", mname)
 
-    def _copy_pages(self, mname: str, dimension: int) -> Iterator[tuple[list[str], list[str], np.ndarray]]:
-        """The collection's (chunk ids, document ids, vectors), a page at a time. Read by
-        id: Milvus Lite returns a few hundred rows with their vectors in milliseconds, but
-        takes minutes over ten thousand in one query."""
+    def _copy_pages(self, mname: str, dimension: int, texts: bool) -> Iterator[dense_cache.Page]:
+        """The collection's (chunk ids, document ids, vectors, texts or None), a page at a
+        time. Read by id: Milvus Lite returns a few hundred rows with their vectors in
+        milliseconds, but takes minutes over ten thousand in one query."""
         chunk_ids = [str(row["chunk_id"]) for row in self._query_all(mname, 'doc_id != ""')]
+        fields = ["chunk_id", "doc_id", "dense", *(["text"] if texts else [])]
         for start in range(0, len(chunk_ids), COPY_PAGE):
             rows = self._client.get(
-                mname,
-                ids=chunk_ids[start : start + COPY_PAGE],
-                output_fields=["chunk_id", "doc_id", "dense"],
-                timeout=self._timeout,
+                mname, ids=chunk_ids[start : start + COPY_PAGE], output_fields=fields, timeout=self._timeout
             )
             vectors = np.asarray([row["dense"] for row in rows], dtype=np.float32).reshape(len(rows), dimension)
-            yield [str(row["chunk_id"]) for row in rows], [str(row["doc_id"]) for row in rows], vectors
+            yield (
+                [str(row["chunk_id"]) for row in rows],
+                [str(row["doc_id"]) for row in rows],
+                vectors,
+                [str(row["text"]) for row in rows] if texts else None,
+            )
 
     def _rebuild_indexes(self, mname: str) -> None:
         with contextlib.suppress(Exception):  # not loaded: nothing to release

@@ -31,7 +31,10 @@ class KeywordSide:
 
 
 class WaitingCopy:
-    """A copy whose scan finishes only once the BM25 call has begun (or 10 s passed)."""
+    """A copy (of vectors only, as on the native engine) whose scan finishes only once
+    the BM25 call has begun (or 10 s passed)."""
+
+    keywords = None
 
     def __init__(self, keyword: KeywordSide) -> None:
         self.keyword = keyword

@@ -17,11 +17,13 @@ from app.core.models import Chunk
 from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.store import dense_cache
 from app.store.dense_cache import DenseCache
+from app.store.milvus_connection import lite_major_version
 from app.store.vectors import SearchMode, VectorStore, milvus_name
 
 COLLECTION = "copied"
 MNAME = milvus_name(COLLECTION)
 MODES: tuple[SearchMode, ...] = ("dense", "hybrid")
+NATIVE = lite_major_version() < 3
 QUERIES = [
     "how do I create a partition",
     "the split between the Catholic Church and the Eastern Orthodox churches in 1054",
@@ -114,7 +116,9 @@ def test_a_reopened_collection_is_searched_from_its_copy_with_milvus_results(
 
     exact = _exact_top(dict(zip((c.chunk_id for c in chunks), vectors, strict=True)), query_vectors, 8)
     assert _ids(by_copy["dense"]) == exact
-    for mode in MODES:
+    # on 3.x the copy answers BM25 too, with statistics of the whole collection rather than
+    # 3.x's per segment (tests/store/test_keyword_copy.py): its hybrid lists are its own
+    for mode in MODES if NATIVE else ("dense",):
         assert _ids(by_copy[mode]) == _ids(by_milvus[mode]), mode
         for copied, scanned in zip(by_copy[mode], by_milvus[mode], strict=True):
             assert [h.chunk for h in copied] == [h.chunk for h in scanned]
@@ -133,8 +137,8 @@ def test_writes_made_while_the_copy_fills_are_in_it_once_full(
     first_page_read, go_on = threading.Event(), threading.Event()
     real_pages = VectorStore._copy_pages
 
-    def paused(self: VectorStore, mname: str, dimension: int) -> Iterator[Any]:
-        for number, page in enumerate(real_pages(self, mname, dimension)):
+    def paused(self: VectorStore, mname: str, dimension: int, texts: bool) -> Iterator[Any]:
+        for number, page in enumerate(real_pages(self, mname, dimension, texts)):
             if number == 1:  # one page in: let the test write, then read the rest
                 first_page_read.set()
                 assert go_on.wait(60)
@@ -203,10 +207,10 @@ def test_a_dropped_collection_forgets_its_copy_and_closing_stops_a_fill(
     started = threading.Event()
     real_pages = VectorStore._copy_pages
 
-    def slow(self: VectorStore, mname: str, dimension: int) -> Iterator[Any]:
+    def slow(self: VectorStore, mname: str, dimension: int, texts: bool) -> Iterator[Any]:
         copy = self._copy(mname)
         assert copy is not None
-        for page in real_pages(self, mname, dimension):
+        for page in real_pages(self, mname, dimension, texts):
             pages_read.append(len(page[0]))
             started.set()
             copy.cancelled.wait(60)  # a page that takes until the store closes
