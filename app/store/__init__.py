@@ -1,7 +1,9 @@
 """Storage: Milvus (Lite file or server) for vectors and BM25, SQLite for the catalog.
 
 - ``vectors``: VectorStore, the one way in to Milvus, built from
-  ``milvus_connection``, ``milvus_schema``, ``milvus_search`` and ``bm25_analyzer``.
+  ``milvus_connection``, ``milvus_schema``, ``milvus_search`` and ``bm25_analyzer``;
+  ``dense_cache`` and ``keyword_copy`` keep a large collection's vectors (and on
+  Milvus Lite 3.x its BM25) in memory for search.
 - ``catalog``: the library's SQLite record (collections, documents, ingest runs).
 - ``ledger``: the only writer of document and collection state across both stores;
   ``consistency`` compares the two.

@@ -14,6 +14,8 @@ The parts it is built from::
     milvus_search      one dense, BM25 or hybrid search call
     dense_cache        a large collection's dense vectors copied in memory, scanned
                        faster and more exactly than Milvus Lite scans them
+    keyword_copy       on Milvus Lite 3.x, that copy's BM25 too, with the whole
+                       collection's word statistics (3.x keeps them per segment)
 
 Here: the collections' bookkeeping (loaded, unflushed, which model built them), the
 locks, and how the dense index is built and searched on Lite and on a server.
@@ -529,7 +531,13 @@ class VectorStore:
         """The collection's (chunk ids, document ids, vectors, texts or None), a page at a
         time. Read by id: Milvus Lite returns a few hundred rows with their vectors in
         milliseconds, but takes minutes over ten thousand in one query."""
-        chunk_ids = [str(row["chunk_id"]) for row in self._query_all(mname, 'doc_id != ""')]
+        copy = self._copy(mname)
+        chunk_ids: list[str] = []
+        for row in self._query_all(mname, 'doc_id != ""'):
+            # a million ids take a minute to read: stop as soon as the store closes
+            if copy is None or copy.cancelled.is_set():
+                return
+            chunk_ids.append(str(row["chunk_id"]))
         fields = ["chunk_id", "doc_id", "dense", *(["text"] if texts else [])]
         for start in range(0, len(chunk_ids), COPY_PAGE):
             rows = self._client.get(

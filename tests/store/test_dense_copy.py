@@ -266,3 +266,32 @@ def test_a_collection_past_one_query_of_rows_is_read_and_copied_whole(tmp_path: 
         found = store.search(COLLECTION, ["a", "b", "c"], queries, mode="dense", top_k=10)
     exact = _exact_top(dict(zip((c.chunk_id for c in chunks), vectors, strict=True)), queries, 10)
     assert _ids(found) == exact
+
+
+def test_closing_while_the_ids_are_read_stops_the_fill_there(library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A million ids take a minute to read: closing the store must not wait for them
+    (nor close the connection under the reader, which Milvus logs as an error)."""
+    real = VectorStore._query_all
+    first_rows_read, read_after_close = threading.Event(), []
+
+    def watched(self: VectorStore, mname: str, expr: str, fields: list[str] | None = None) -> Iterator[Any]:
+        filling = threading.current_thread().name.startswith("fathom-dense-copy")
+        copy = self._copy(mname)
+        for number, row in enumerate(real(self, mname, expr, fields)):
+            if filling and copy is not None:
+                if number == 2:
+                    first_rows_read.set()
+                    assert copy.cancelled.wait(60)
+                elif copy.cancelled.is_set():
+                    read_after_close.append(number)
+            yield row
+
+    monkeypatch.setattr(VectorStore, "_query_all", watched)
+    store = VectorStore(library)
+    assert store.count(COLLECTION) > 50  # loads it, and so starts the copy
+    assert first_rows_read.wait(60)
+    copy = store._copy(MNAME)
+    assert copy is not None and copy.filler is not None
+    store.close()
+    assert not copy.filler.is_alive() and not copy.ready
+    assert len(read_after_close) <= 1, f"{len(read_after_close)} ids were read after the store closed"
