@@ -6,6 +6,7 @@ when a BM25 or hybrid search runs, so changing it means re-indexing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Lucene's English stop words plus question words. Words this common say nothing
@@ -22,3 +23,14 @@ ANALYZER: dict[str, Any] = {
     "tokenizer": "standard",
     "filter": ["lowercase", {"type": "stop", "stop_words": STOP_WORDS}],
 }
+
+# words as Milvus' standard tokenizer cuts them: runs of letters and digits ("love's" is
+# love + s, "a_b" is a + b, "2.5" is 2 + 5), lower-cased, stop words out. Fathom's own
+# BM25 (the in-memory copy on Milvus Lite 3.x, and the search bench) cuts words so.
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP = frozenset(STOP_WORDS)
+
+
+def words(text: str) -> list[str]:
+    """The words BM25 scores in ``text``, in order, repeats kept."""
+    return [w for w in WORD.findall(text.lower()) if w not in _STOP]

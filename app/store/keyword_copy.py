@@ -5,8 +5,7 @@ each with its own word statistics ("TODO: BM25 IDF accuracy" in its source), so 
 100k chunks it returned only 0.80 of the exact BM25 top 10, and took ~21 ms a query.
 There the in-memory copy of a large collection (:mod:`app.store.dense_cache`) also
 keeps this index: the same words as the native engine's analyzer
-(:mod:`app.store.bm25_analyzer`: runs of letters and digits, lower-cased, stop
-words out), Milvus' BM25 formula with Fathom's k1 and b, and document frequencies,
+(:func:`app.store.bm25_analyzer.words`), Milvus' BM25 formula with Fathom's k1 and b, and document frequencies,
 lengths and the average length over every chunk of the collection.
 
 Postings are numpy arrays in a few sorted runs (word id, row, term frequency); a
@@ -18,25 +17,15 @@ of one chunk share a number. Not thread-safe by itself: the copy's lock guards i
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
-from app.store.bm25_analyzer import STOP_WORDS
+from app.store.bm25_analyzer import words
 from app.store.milvus_schema import BM25_B, BM25_K1
 
-# words as Milvus' standard tokenizer cuts them: runs of letters and digits ("love's" is
-# love + s, "a_b" is a + b, "2.5" is 2 + 5)
-WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(STOP_WORDS)
 MAX_RUNS = 8  # runs kept apart before a search merges them
-
-
-def words(text: str) -> list[str]:
-    """The words BM25 scores in ``text``, in order, repeats kept."""
-    return [w for w in WORD.findall(text.lower()) if w not in _STOP]
 
 
 class _Run:
@@ -49,9 +38,6 @@ class _Run:
         self.word_ids = word_ids[order]
         self.rows = rows[order]
         self.tf = tf[order]
-
-    def __len__(self) -> int:
-        return len(self.word_ids)
 
     def postings(self, word_id: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = np.searchsorted(self.word_ids, (word_id, word_id + 1))

@@ -23,7 +23,6 @@ import numpy as np
 
 from app.core.errors import EmbeddingMismatch, StoreError
 from app.core.models import Chunk
-from app.core.serial_import import serial_import
 from app.store.bm25_analyzer import ANALYZER
 
 # Collection properties that record who a collection belongs to and how it was built.
@@ -88,8 +87,7 @@ def create_milvus_collection(
 ) -> None:
     """Create the Milvus collection of Fathom collection ``name``, with its indexes;
     ``keyword_search`` False: without the BM25 sparse field (a server older than 2.5)."""
-    with serial_import("pymilvus"):
-        from pymilvus import DataType, Function, FunctionType, MilvusClient
+    from pymilvus import DataType, Function, FunctionType, MilvusClient
 
     if dimension <= 0:
         raise StoreError(f"An embedding dimension must be positive, not {dimension}.")

@@ -344,13 +344,11 @@ class VectorStore:
                     "Search in hybrid or dense mode.",
                 )
             mode = "dense"
-        dense: list[list[float]] = []
         array: np.ndarray | None = None
         if mode != "bm25":
             if vectors is None or len(vectors) != len(queries):
                 raise StoreError(f"Search mode '{mode}' needs one vector per query.")
             array = unit_vectors(vectors, dim)
-            dense = array.tolist()
         copy = self._copy(mname) if doc_ids is None and not path_prefix else None
         if copy is not None and copy.ready and (mode != "bm25" or copy.keywords is not None):
             return search_with_copy(
@@ -364,6 +362,7 @@ class VectorStore:
                 candidates=candidates,
                 timeout=self._timeout,
             )
+        dense: list[list[float]] = [] if array is None else array.tolist()
         from pymilvus import MilvusException
 
         try:

@@ -55,6 +55,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from app.core.models import Chunk  # noqa: E402
 from app.store import dense_cache, vectors  # noqa: E402
+from app.store.bm25_analyzer import words  # noqa: E402
 from app.store.milvus_connection import lite_major_version  # noqa: E402
 from app.store.milvus_schema import BM25_B, BM25_K1  # noqa: E402
 from app.store.vectors import STOP_WORDS, VectorStore, milvus_name  # noqa: E402
@@ -66,9 +67,6 @@ DATA = shared_data_dir()
 DIM = 384
 BATCH = 8
 TOP_K = 10
-# words as both Milvus Lite engines' standard tokenizer cuts them: runs of letters and
-# digits ("love's" is love + s, "u.s." u + s, "2.5" 2 + 5, "a_b" a + b)
-WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 # -- corpus -----------------------------------------------------------------------
@@ -125,12 +123,11 @@ class NumpyBM25:
     """BM25 (Milvus' formula, Fathom's k1 and b) over postings held as numpy arrays."""
 
     def __init__(self, texts: list[str]) -> None:
-        stop = set(STOP_WORDS)
         vocabulary: dict[str, int] = {}
         term_ids: list[np.ndarray] = []
         lengths = np.zeros(len(texts), dtype=np.float32)
         for i, text in enumerate(texts):  # word ids per text: flat arrays, not a dict per term (1M rows)
-            ids = [vocabulary.setdefault(t, len(vocabulary)) for t in WORD.findall(text.lower()) if t not in stop]
+            ids = [vocabulary.setdefault(t, len(vocabulary)) for t in words(text)]
             lengths[i] = len(ids)
             term_ids.append(np.array(ids, dtype=np.int64))
         doc_of = np.repeat(np.arange(len(texts), dtype=np.int64), lengths.astype(np.int64))
@@ -146,13 +143,12 @@ class NumpyBM25:
             idf = math.log((self.n - len(ids) + 0.5) / (len(ids) + 0.5) + 1.0)
             norm = freq * (BM25_K1 + 1) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * lengths[ids] / avgdl))
             self.terms[term] = (ids, (idf * norm).astype(np.float32))
-        self.stop = stop
 
     def search(self, queries: list[str], k: int) -> list[np.ndarray]:
         out = []
         for q in queries:
             scores = np.zeros(self.n, dtype=np.float32)
-            for t, times in Counter(w for w in WORD.findall(q.lower()) if w not in self.stop).items():
+            for t, times in Counter(words(q)).items():
                 hit = self.terms.get(t)
                 if hit is not None:
                     scores[hit[0]] += times * hit[1]

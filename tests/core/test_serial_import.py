@@ -28,8 +28,9 @@ gate.enter(__name__)
 class Gate(types.ModuleType):
     """Shared with the modules' bodies: who is inside an import, and whether two were at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[str, str]) -> None:
         super().__init__("_serial_gate")
+        self.names = names  # the module imported first, and the one imported second
         self.inside: list[str] = []
         self.overlaps: list[tuple[str, ...]] = []
         self.seen_initialising: dict[str, bool] = {}
@@ -62,14 +63,13 @@ class Gate(types.ModuleType):
 @pytest.fixture
 def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     tag = tmp_path.name.replace("-", "_")
-    gate = Gate()
-    gate.names = (f"serial_{tag}_one", f"serial_{tag}_two")  # type: ignore[attr-defined]
-    for name in gate.names:  # type: ignore[attr-defined]
+    gate = Gate((f"serial_{tag}_one", f"serial_{tag}_two"))
+    for name in gate.names:
         (tmp_path / f"{name}.py").write_text(BODY, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(sys.modules, "_serial_gate", gate)
     yield gate
-    for name in gate.names:  # type: ignore[attr-defined]
+    for name in gate.names:
         sys.modules.pop(name, None)
 
 
@@ -89,7 +89,7 @@ def _import_in_thread(name: str, errors: list[BaseException], ready: threading.E
 
 
 def test_two_threads_first_imports_take_turns(gate: Gate) -> None:
-    first, second = gate.names  # type: ignore[attr-defined]
+    first, second = gate.names
     errors: list[BaseException] = []
     one = _import_in_thread(first, errors)
     assert gate.first_inside.wait(timeout=30)
@@ -107,7 +107,7 @@ def test_two_threads_first_imports_take_turns(gate: Gate) -> None:
 
 
 def test_a_module_already_imported_never_waits_behind_another_import(gate: Gate) -> None:
-    first, _second = gate.names  # type: ignore[attr-defined]
+    first, _second = gate.names
     gate.hold_first.set()
     errors: list[BaseException] = []
     one = _import_in_thread(first, errors)
