@@ -79,7 +79,8 @@ class DenseCache:
         quantiser = faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         self._index = faiss.IndexIDMap2(quantiser)
         self.keywords: KeywordIndex | None = KeywordIndex() if keywords else None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the faiss index and the id maps; writes take it first
+        self._keyword_lock = threading.Lock()  # the keyword index, so both sides can be searched at once
         self._label_of: dict[str, int] = {}
         self._chunk_of: dict[int, str] = {}
         self._labels_of_doc: dict[str, set[int]] = {}
@@ -161,14 +162,16 @@ class DenseCache:
             self._doc_of[label] = doc_id
             self._labels_of_doc.setdefault(doc_id, set()).add(label)
         if self.keywords is not None and texts is not None:
-            self.keywords.add(labels.tolist(), texts)
+            with self._keyword_lock:
+                self.keywords.add(labels.tolist(), texts)
 
     def _remove(self, labels: list[int]) -> None:
         if not labels:
             return
         self._index.remove_ids(np.array(labels, dtype=np.int64))  # type: ignore[arg-type]  # faiss wraps arrays
         if self.keywords is not None:
-            self.keywords.remove(labels)
+            with self._keyword_lock:
+                self.keywords.remove(labels)
         for label in labels:
             del self._label_of[self._chunk_of.pop(label)]
             doc_id = self._doc_of.pop(label)
@@ -206,10 +209,10 @@ class DenseCache:
         made with ``keywords``)."""
         if self.keywords is None:
             raise ValueError("this copy keeps no BM25 index")
-        with self._lock:
-            return [
-                [(self._chunk_of[row], score) for row, score in found] for found in self.keywords.search(queries, k)
-            ]
+        with self._keyword_lock:
+            found = self.keywords.search(queries, k)
+        with self._lock:  # a row removed meanwhile is left out (a rewritten chunk gets a new row)
+            return [[(self._chunk_of[row], score) for row, score in rows if row in self._chunk_of] for rows in found]
 
 
 @dataclass

@@ -11,7 +11,7 @@ lengths and the average length over every chunk of the collection.
 Postings are numpy arrays in a few sorted runs (word id, row, term frequency); a
 write adds a run, a search first merges small runs, and removed rows are masked (and
 dropped when runs merge). Rows are the copy's labels, so the dense and keyword sides
-of one chunk share a number. Not thread-safe by itself: the copy's lock guards it.
+of one chunk share a number. Not thread-safe by itself: the copy's keyword lock guards it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ class _Run:
         self.tf = tf[order]
 
     def postings(self, word_id: int) -> tuple[np.ndarray, np.ndarray]:
-        lo, hi = np.searchsorted(self.word_ids, (word_id, word_id + 1))
+        # bounds of this dtype: a Python tuple would make numpy cast the whole run to int64 first
+        lo, hi = np.searchsorted(self.word_ids, np.array((word_id, word_id + 1), dtype=self.word_ids.dtype))
         return self.rows[lo:hi], self.tf[lo:hi]
 
 

@@ -160,44 +160,42 @@ def search_with_copy(
     keeps BM25."""
     known: dict[str, Chunk] = {}
     pool = candidates or max(2 * top_k, 20)
-    if mode == "dense":
-        assert vectors is not None
+    if mode == "bm25":  # the store sends a bm25 search here only when the copy keeps BM25
+        ranked = copy.search_keywords(queries, top_k)
+    elif vectors is None:
+        raise ValueError(f"a {mode} search needs the queries' vectors")
+    elif mode == "dense":
         ranked = copy.search(vectors, top_k)
-    elif copy.keywords is not None:  # the copy keeps BM25 too (Milvus Lite 3.x)
-        by_keyword = copy.search_keywords(queries, top_k if mode == "bm25" else pool)
-        if mode == "bm25":
-            ranked = by_keyword
-        else:
-            assert vectors is not None
-            ranked = [
-                rrf_rank([[chunk_id for chunk_id, _ in near], [chunk_id for chunk_id, _ in words]], top_k)
-                for near, words in zip(copy.search(vectors, pool), by_keyword, strict=True)
-            ]
     else:
-        assert vectors is not None
-        # Milvus answers BM25 while the copy is scanned here: a sub-query costs the
-        # longer of the two, not their sum
-        keyword = _keyword_threads().submit(
-            search_collection,
-            client,
-            mname,
-            queries,
-            [],
-            mode="bm25",
-            top_k=pool,
-            doc_ids=None,
-            path_prefix=None,
-            candidates=None,
-            dense_search={},
-            timeout=timeout,
-        )
+
+        def keyword_side() -> list[list[tuple[str, float]]]:
+            if copy.keywords is not None:  # the copy keeps BM25 too (Milvus Lite 3.x)
+                return copy.search_keywords(queries, pool)
+            hits = search_collection(
+                client,
+                mname,
+                queries,
+                [],
+                mode="bm25",
+                top_k=pool,
+                doc_ids=None,
+                path_prefix=None,
+                candidates=None,
+                dense_search={},
+                timeout=timeout,
+            )
+            known.update((hit.chunk.chunk_id, hit.chunk) for row in hits for hit in row)
+            return [[(hit.chunk.chunk_id, hit.score) for hit in row] for row in hits]
+
+        # the BM25 side is answered on another thread while the copy is scanned here
+        # (faiss and gRPC release the GIL): a sub-query costs the longer of the two
+        keyword = _keyword_threads().submit(keyword_side)
         by_dense = copy.search(vectors, pool)
-        by_bm25 = keyword.result()
+        by_keyword = keyword.result()
         ranked = [
-            rrf_rank([[chunk_id for chunk_id, _ in near], [hit.chunk.chunk_id for hit in hits]], top_k)
-            for near, hits in zip(by_dense, by_bm25, strict=True)
+            rrf_rank([[chunk_id for chunk_id, _ in near], [chunk_id for chunk_id, _ in words]], top_k)
+            for near, words in zip(by_dense, by_keyword, strict=True)
         ]
-        known = {hit.chunk.chunk_id: hit.chunk for hits in by_bm25 for hit in hits}
     missing = list(dict.fromkeys(chunk_id for row in ranked for chunk_id, _ in row if chunk_id not in known))
     if missing:
         rows = client.get(mname, ids=missing, output_fields=OUTPUT_FIELDS, timeout=timeout)

@@ -1,15 +1,20 @@
-"""Control flow of a hybrid search answered by the in-memory copy: Milvus' BM25 call
-runs while the copy is scanned, not after it (so a sub-query costs the longer of the
-two). Fakes stand in for Milvus and the copy here only to see the order of calls;
-tests/store/test_dense_copy.py proves the search itself on real Milvus Lite files."""
+"""Control flow of a hybrid search answered by the in-memory copy: the BM25 side
+(Milvus' call, or the copy's own keyword index on Milvus Lite 3.x) runs while the
+copy's vectors are scanned, not after them (so a sub-query costs the longer of the
+two). Fakes stand in for Milvus and the copy's scan here only to see the order of
+calls; tests/store/test_dense_copy.py and test_keyword_copy.py prove the search
+itself on real Milvus Lite files."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from app.store.dense_cache import DenseCache
+from app.store.keyword_copy import KeywordIndex
 from app.store.milvus_search import RRF_K, search_with_copy
 
 
@@ -67,3 +72,63 @@ def test_the_bm25_call_runs_while_the_copy_is_scanned() -> None:
     ] * 2
     assert [h.chunk.text for h in hits[0]] == ["keyword one", "text of d1"]
     assert [h.query for h in hits[1]] == ["second question"] * 2
+
+
+class Rendezvous:
+    """Two sides that each finish only once the other has begun (or 10 s passed)."""
+
+    def __init__(self) -> None:
+        self.dense_began = threading.Event()
+        self.keyword_began = threading.Event()
+        self.dense_saw_keyword: bool | None = None
+        self.keyword_saw_dense: bool | None = None
+
+
+class WaitingScan:
+    """The copy's faiss index, whose scan (run under the copy's lock) waits for the keyword side."""
+
+    def __init__(self, index: Any, meet: Rendezvous) -> None:
+        self.index, self.meet = index, meet
+
+    def search(self, vectors: np.ndarray, k: int) -> Any:
+        self.meet.dense_began.set()
+        self.meet.dense_saw_keyword = self.meet.keyword_began.wait(timeout=10)
+        return self.index.search(vectors, k)
+
+
+class WaitingKeywords(KeywordIndex):
+    def __init__(self, meet: Rendezvous) -> None:
+        super().__init__()
+        self.meet = meet
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        self.meet.keyword_began.set()
+        self.meet.keyword_saw_dense = self.meet.dense_began.wait(timeout=10)
+        return super().search(queries, k)
+
+
+def test_a_copy_keeping_bm25_searches_its_keywords_while_it_scans_the_vectors() -> None:
+    """Milvus Lite 3.x: the copy answers both sides, at once (one lock for both would
+    make each side wait for the other)."""
+    meet = Rendezvous()
+    copy = DenseCache(4, keywords=True)
+    copy.keywords = WaitingKeywords(meet)
+    copy.fill([(["a", "b"], ["d", "d"], np.eye(4, dtype=np.float32)[:2], ["apples and pears", "ships at sea"])])
+    copy._index = WaitingScan(copy._index, meet)  # type: ignore[assignment]
+    hits = search_with_copy(
+        KeywordSide(),
+        "c_test",
+        ["ships"],
+        np.eye(4, dtype=np.float32)[:1],
+        copy,
+        mode="hybrid",
+        top_k=2,
+        candidates=None,
+        timeout=None,
+    )
+    assert meet.dense_saw_keyword is True and meet.keyword_saw_dense is True
+    # b is first in the keyword list and second in the dense one; a only first in the dense one
+    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in hits[0]] == [
+        ("b", round(1 / (RRF_K + 1) + 1 / (RRF_K + 2), 6)),
+        ("a", round(1 / (RRF_K + 1), 6)),
+    ]
