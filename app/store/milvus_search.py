@@ -4,9 +4,10 @@ Hybrid runs the dense and the BM25 search side by side and fuses the two
 lists by reciprocal rank (k=60): in Milvus (``hybrid_search``), or, where the
 engine fuses a batch of queries wrongly (the native Milvus Lite 2.5), here from
 one batched dense and one batched BM25 call (``fuse_here``); or, where a large
-collection's dense vectors are copied in memory, from the copy's dense list and
-Milvus' BM25 list (``search_with_copy``). Filters narrow a search to some documents or
-to a path prefix; hits come back as :class:`~app.core.models.Hit` per query.
+collection's dense vectors are copied in memory, from the copy's dense list and the
+BM25 list of Milvus or of the copy's own keyword index (``search_with_copy``).
+Filters narrow a search to some documents or to a path prefix; hits come back as
+:class:`~app.core.models.Hit` per query.
 """
 
 from __future__ import annotations
@@ -153,11 +154,11 @@ def search_with_copy(
 ) -> list[list[Hit]]:
     """A search of the whole collection with its dense side answered by ``copy``
     (:mod:`app.store.dense_cache`) instead of Milvus' scan, and its BM25 side by the
-    copy too where it keeps BM25 (Milvus Lite 3.x), else by Milvus meanwhile; the two
-    lists are fused here as in :func:`search_collection`, and the chunks are read from
-    Milvus by id. Dense scores are the copy's (half precision: within about 1e-3 of the
-    exact cosine). ``vectors`` may be None only for a bm25 search of a copy that
-    keeps BM25."""
+    copy's keyword index where it keeps one (Milvus Lite 3.x), else by Milvus, on
+    another thread while the vectors are scanned; the two lists are fused here as in
+    :func:`search_collection`, and the chunks are read from Milvus by id. Dense scores
+    are the copy's (half precision: within about 1e-3 of the exact cosine).
+    ``vectors`` may be None only for a bm25 search of a copy that keeps BM25."""
     known: dict[str, Chunk] = {}
     pool = candidates or max(2 * top_k, 20)
     if mode == "bm25":  # the store sends a bm25 search here only when the copy keeps BM25
