@@ -19,10 +19,16 @@ import pytest
 from locate_data import shared_data_dir
 from network_guard import network_guard  # noqa: F401  (a fixture for every test module)
 
+from app.ui.pyside_import_hook import make_feature_check_safe
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # onnxruntime: no device id in ~/.cache, no upload
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# pytest-qt has loaded PySide6 for every test: its import hook must not import from inside
+# other imports (app/ui/pyside_import_hook.py), as in the window
+make_feature_check_safe()
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = shared_data_dir()

@@ -11,6 +11,11 @@ self-test). Wrapping those first imports in :func:`serial_import` makes them tak
 turns; a module already imported costs a dictionary lookup and takes no lock, so a
 thread (or the event loop) that needs it later never waits behind another import.
 
+This covers Fathom's own first imports only. The same error in the window had another
+cause that no lock here can cover: PySide6's import hook ran pydantic's lazy module
+attributes, so *any* import, in any thread, could start one of pydantic's from inside
+it; ``app/ui/pyside_import_hook.py`` stops that.
+
     with serial_import("docling.datamodel.base_models"):
         from docling.datamodel.base_models import InputFormat
 """

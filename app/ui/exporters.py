@@ -17,6 +17,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtGui import QGuiApplication, QPageSize, QPdfWriter, QTextDocument
 
 from app.export.exporter import PdfRenderer
+from app.ui.pyside_import_hook import make_feature_check_safe
 
 EXPORT_FILTERS = {
     ".md": "Markdown (*.md)",
@@ -50,6 +51,7 @@ def headless_pdf_renderer() -> PdfRenderer:
     """:func:`render_pdf` for a process with no window (``fathom export``): Qt's offscreen
     platform when there is no display, and a QGuiApplication when there is none yet."""
     global _headless_app
+    make_feature_check_safe()  # what the export imports after Qt is loaded is imported plainly
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     if QGuiApplication.instance() is None:

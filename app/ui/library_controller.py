@@ -331,6 +331,9 @@ class LibraryController(QObject):
         except FathomError as exc:
             self._fail(str(exc))
             mismatch = isinstance(exc, EmbeddingMismatch)
+        except Exception as exc:  # a bug: the panel says it stopped, the task's error box and log say why
+            self._fail(unexpected_stop(how, exc))
+            raise
         finally:
             self._ended()
         if mismatch:
@@ -404,11 +407,24 @@ class LibraryController(QObject):
         except FathomError as exc:
             self._fail(str(exc))
             return
+        except Exception as exc:
+            self._fail(unexpected_stop("repair", exc))
+            raise
         finally:
             self._ended()
         self.last_repair = (before, after)
         self._say(after.summary())
         self.repaired.emit(before, after)
+
+
+def unexpected_stop(how: str, exc: Exception) -> str:
+    """What the progress panel says when an ingest, re-scan, re-index or repair ends on
+    an error Fathom did not expect (a bug): what stopped, the error, and what is kept."""
+    doing = {"ingest": "Indexing", "rescan": "The re-scan", "reindex": "The re-index", "repair": "The repair"}[how]
+    return (
+        f"{doing} stopped on an unexpected error ({type(exc).__name__}: {exc}). "
+        "What was indexed before it is kept; try again."
+    )
 
 
 def finished_sentence(event: IngestFinished) -> str:

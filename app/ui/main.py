@@ -22,6 +22,11 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from app.core.errors import StoreLocked
 from app.core.paths import AppPaths, app_paths
 from app.core.settings import load_settings
+from app.ui.pyside_import_hook import make_feature_check_safe
+
+# Before anything else is imported: PySide6's import hook must not set off imports of its own
+# (pydantic's lazy attributes) from inside Docling's, in whatever thread (pyside_import_hook.py).
+make_feature_check_safe()
 
 if TYPE_CHECKING:
     from app.store.lock import InstanceLock
