@@ -51,7 +51,11 @@ def test_pyside6s_own_check_hands_a_thread_a_half_imported_module(modules: Path)
     """What Fathom works around (if this starts passing, PySide6 has fixed its hook and
     pyside_import_hook.py can go)."""
     results = scenario("threads", modules=modules)
-    assert "partially initialized module 'slowmod'" in results["b"], results
+    # which thread Python's deadlock breaker hands the half-imported module to varies;
+    # one of them always gets it, and the other's import then fails too
+    half = [key for key, result in results.items() if "from partially initialized module" in result]
+    assert len(half) == 1, results
+    assert all(result.startswith("ImportError: cannot import name") for result in results.values()), results
 
 
 def test_with_fathoms_check_both_threads_import(modules: Path) -> None:
