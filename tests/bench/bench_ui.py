@@ -296,11 +296,20 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
         report(monitor, "idle window, 10 s (the machine's own scheduling noise)")
         n = sum(1 for _ in source.rglob("*.md"))
         finished = asyncio.Event()
+        failures: list[str] = []
+
+        def ingest_failed(message: str) -> None:
+            failures.append(message)
+            finished.set()
+
         window.library_panel.controller.ingestFinished.connect(lambda _e: finished.set())
+        window.library_panel.controller.failed.connect(ingest_failed)
         started = time.perf_counter()
         monitor.start()
         window.library_panel.add_paths([source])
         await finished.wait()
+        if failures:  # said, not waited on forever
+            raise RuntimeError(f"the ingest through the window failed: {failures[0]}")
         report(monitor, f"ingesting {n} milvus-docs files through the window")
         print(f"  ingest took {time.perf_counter() - started:.1f} s; {window.library_panel.ingest.progress.format()}")
         if research:
