@@ -3,6 +3,8 @@
 - ``main.py``: ``fathom`` with no arguments (the window on qasync's loop); ``main_window.py``: the
   layout, the dialogs and one short slot per user action; ``qt_libraries.py`` (imports no Qt): before
   the window, are the system libraries Qt's platform plugin needs there, and which packages if not;
+  ``pyside_import_hook.py``: PySide6's import hook made to stop importing from inside other imports;
+  ``gui_thread_gc.py``: garbage collection on the GUI thread only;
 - ``run_controller.py``: a research run and what follows it (history, replay, export, sources), no window;
   ``run_presenter.py``: its events shown in the tree (``tree_model.py``, ``tree_adapter.py``), the report
   (``report_view.py``) and the table (``table_view.py``);
