@@ -110,6 +110,39 @@ def test_text_in_other_encodings_is_decoded(converter: Converter, tmp_path: Path
     assert decode_text(b"\x00\x01\x02binary\x00") is None
 
 
+def test_text_and_markdown_in_legacy_code_pages_read_as_written(converter: Converter, tmp_path: Path) -> None:
+    """Where charset-normalizer finds several code pages equally likely, Windows-1252 wins
+    (it took Windows-1250 first: "père" became "pčre"); Markdown, CSV, AsciiDoc and HTML
+    that are not UTF-8 are decoded the same way, not by Docling's Windows-1252-only
+    fallback, except HTML that names its encoding (its parser follows the name)."""
+    cases = {
+        "contrat.txt": ("Le café du père Noël coûte 3 €.\nRésumé des clauses: l'indemnité est due.\n", "cp1252"),
+        "short.txt": ("Café crème.\n", "cp1252"),
+        "wide.txt": ("Contract text, four bytes a letter.\n", "utf-32"),
+        "smlouva.md": ("# Smlouva\n\nPříliš žluťoučký kůň úpěl ďábelské ódy.\n", "cp1250"),
+        "dogovor.md": ("# Договор\n\nДоговор вступает в силу с момента подписания.\n", "cp1251"),
+        "ceny.csv": ("Název,Cena\nPříliš žluťoučký kůň,3\n", "cp1250"),
+        "notes.adoc": ("= Titre\n\nLe café du père Noël coûte 3 €.\n", "cp1252"),
+        "page.html": ("<html><body><p>Le café du père Noël coûte 3 €.</p></body></html>", "cp1252"),
+        "named.html": (
+            '<html><head><meta charset="iso-8859-1"></head><body><p>Le café du père Noël.</p></body></html>',
+            "latin-1",
+        ),
+    }
+    expected = {
+        "smlouva.md": "Příliš žluťoučký kůň úpěl ďábelské ódy.",
+        "dogovor.md": "Договор вступает в силу с момента подписания.",
+        "ceny.csv": "Příliš žluťoučký kůň",
+        "notes.adoc": "Le café du père Noël coûte 3 €.",
+        "page.html": "Le café du père Noël coûte 3 €.",
+        "named.html": "Le café du père Noël.",
+    }
+    for name, (text, encoding) in cases.items():
+        (tmp_path / name).write_bytes(text.encode(encoding))
+        read = " ".join(piece.text for piece in converter.convert(tmp_path / name).pieces)
+        assert " ".join(expected.get(name, text).split()) in " ".join(read.split()), (name, read)
+
+
 def test_source_code_and_license_files_are_text(converter: Converter, shared_data: Path, tmp_path: Path) -> None:
     code = tmp_path / "tool.py"
     code.write_text("def spline(x):\n    return x * 2\n", encoding="utf-8")
@@ -134,6 +167,7 @@ def test_source_code_and_license_files_are_text(converter: Converter, shared_dat
         ("locked.pdf", lambda p, src: make_encrypted_pdf(src, p), "The PDF is encrypted"),
         ("fake.docx", lambda p, src: p.write_bytes(b"not a zip at all"), "is not an Office document"),
         ("binary.txt", lambda p, src: p.write_bytes(b"\x00\x01\x02\x03" * 100), "looks binary"),
+        ("binary.md", lambda p, src: p.write_bytes(b"\xff\xfe\x00\x00garbage"), "looks binary"),
     ],
 )
 def test_bad_files_fail_with_a_sentence(

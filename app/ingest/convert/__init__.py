@@ -7,6 +7,7 @@
 - :mod:`.docling_setup`: building Docling's converter, offline;
 - :mod:`.markdown_html`: HTML blocks in Markdown read as HTML (tables stay tables);
 - :mod:`.markdown_front_matter`: YAML front matter kept out of the chunks;
+- :mod:`.text_sources`: Markdown, CSV, AsciiDoc and HTML that are not UTF-8, decoded for Docling;
 - :mod:`.worker_pool`: converters in worker processes, off the event loop;
 - :mod:`.results`: what a conversion hands back.
 

@@ -18,6 +18,7 @@ from app.ingest.convert.ocr import PageReader, scanned_pages
 from app.ingest.convert.ocr_files import ocr_pdf_pages
 from app.ingest.convert.results import ConvertedDocument
 from app.ingest.convert.text_files import NO_TEXT
+from app.ingest.convert.text_sources import TEXT_SUFFIXES, text_source
 from app.ingest.file_errors import short_error
 
 
@@ -50,6 +51,8 @@ class DoclingFiles:
         front_title = front_matter = ""
         if path.suffix.lower() in {".md", ".markdown"}:
             source, front_matter, front_title = markdown_source(path)
+        elif path.suffix.lower() in TEXT_SUFFIXES:
+            source = text_source(path)
         try:
             result = converter.convert(source, raises_on_error=False)
         except Exception as exc:  # Docling raises many types for unreadable input
