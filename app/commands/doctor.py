@@ -122,7 +122,8 @@ def _human(report: dict[str, Any]) -> str:
     model = report["research_model"]
     lines += ["", "Research model"]
     if model["name"]:
-        lines.append(f"  {model['name']} ({model['where']}): {model['fit']}, {model['reason']}")
+        where = f" ({model['where']})" if model["where"] and f"({model['where']})" not in model["name"] else ""
+        lines.append(f"  {model['name']}{where}: {model['fit']}, {model['reason']}")
     else:
         lines.append(f"  none: {model['reason']}")
     lines.append(f"  this machine: {model['machine']}")

@@ -171,3 +171,5 @@ def test_doctor_human_report_names_each_backend(
     out = capsys.readouterr().out
     assert "ok llamacpp" in out and STARTER_NAME in out and "Versions" in out
     assert "-- ollama" in out and "ollama serve" in out  # the unreachable one says how to start it
+    research = out.split("Research model\n", 1)[1].splitlines()[0]
+    assert research.startswith(f"  {STARTER_NAME}: fits, needs ")  # where it is said once: "(starter)"
