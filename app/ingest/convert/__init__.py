@@ -3,6 +3,7 @@
 - :mod:`.converter`: one file, checked, then read the way its type calls for;
 - :mod:`.input_checks`: bad input said in a sentence before a parser sees it;
 - :mod:`.text_files`: plain text and code, decoded;
+- :mod:`.csv_files`: CSV as Markdown tables, without Docling's object per cell;
 - :mod:`.docling_files`: documents through Docling (title, page count);
 - :mod:`.docling_setup`: building Docling's converter, offline;
 - :mod:`.markdown_html`: HTML blocks in Markdown read as HTML (tables stay tables);

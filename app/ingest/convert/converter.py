@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.core.errors import IngestError
 from app.ingest.chunking.tokens import TokenCounter
+from app.ingest.convert.csv_files import convert_csv_file
 from app.ingest.convert.docling_files import DoclingFiles
 from app.ingest.convert.docling_setup import pdf_pipeline_for
 from app.ingest.convert.input_checks import check_document, read_head
@@ -74,6 +75,8 @@ class Converter:
             read_attachment = (lambda copy: self._convert(copy, depth + 1)) if depth < MAX_ATTACHMENT_DEPTH else None
             on_message = self._report_messages if depth == 0 else None  # an archive's messages, as OCR's pages
             return MailReader(self.counter, self.config.max_tokens, read_attachment, on_message).convert(path)
+        if path.suffix.lower() == ".csv":  # Docling's reader takes an object per cell
+            return convert_csv_file(path, self.counter, self.config.max_tokens)
         check_document(path, head)
         return self._docling.convert(path)
 
