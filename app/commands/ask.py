@@ -71,7 +71,7 @@ async def _ask(args: argparse.Namespace) -> int:
     from app.core.settings import load_settings
     from app.ingest.library import Library
     from app.llm.factory import make_chat_model_async, starter_notice
-    from app.research.engine import ResearchEngine, empty_scope_problem
+    from app.research.engine import EMPTY_QUESTION, ResearchEngine, empty_scope_problem
     from app.store.research_runs import RunStore
 
     err = sys.stderr
@@ -91,6 +91,9 @@ async def _ask(args: argparse.Namespace) -> int:
     )
     if budget.max_rounds < 1:
         print("--max-rounds must be at least 1.", file=err)
+        return 2
+    if not args.question.strip():  # said before any model loads, and no run is saved
+        print(EMPTY_QUESTION, file=err)
         return 2
     mode = args.mode or research.mode
     scope = Scope(collections=tuple(args.collections))

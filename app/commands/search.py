@@ -45,6 +45,9 @@ async def _run(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         print("--top-k must be at least 1.", file=sys.stderr)
         return 2
+    if not all(query.strip() for query in args.queries):
+        print('A query is empty: give the words to look for, e.g. fathom search "create a partition".', file=sys.stderr)
+        return 2
     library = open_library(sys.stderr)
     if library is None:
         return 2

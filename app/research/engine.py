@@ -44,6 +44,7 @@ HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds, the engine cuts the run (partial
 _STOP = object()
 DEFAULT_SCOPE = Scope()
 DEFAULT_BUDGET = Budget()
+EMPTY_QUESTION = "The question is empty: type what you want to find out."
 
 ModeRunner = Callable[[RunContext], Awaitable[Report]]
 
@@ -211,7 +212,7 @@ class ResearchEngine:
 
     def _runner_or_failure(self, ctx: RunContext, runner: ModeRunner | None) -> ModeRunner | Failed:
         if not ctx.question:
-            return Failed(run_id=ctx.run_id, message="The question is empty: type what you want to find out.")
+            return Failed(run_id=ctx.run_id, message=EMPTY_QUESTION)
         if runner is not None:
             return runner
         try:

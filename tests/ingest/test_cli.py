@@ -49,6 +49,9 @@ def test_ingest_search_collections_remove(
 
     assert main(["search", "anything", "--collection", "nope"]) == 2
     assert "There is no collection named 'nope'" in capsys.readouterr().err
+    assert main(["search", "kelp", "  ", "-c", "milvus"]) == 2  # an empty query is not searched
+    empty = capsys.readouterr()
+    assert "A query is empty" in empty.err and empty.out == ""
 
     assert main(["remove", "--collection", "milvus", "--document", str(docs / "kelp.txt"), "--yes"]) == 0
     assert main(["search", "kelp forest growth", "-c", "milvus", "--mode", "bm25", "--json"]) == 0

@@ -16,6 +16,7 @@ from app.core.events import IngestFinished
 from app.core.paths import app_paths
 from app.core.settings import Settings, replace_setting, save_settings
 from app.ingest.library import Library
+from app.store.research_runs import RunStore
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +84,18 @@ def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFix
     history.add_arguments(parser)
     assert history.run(parser.parse_args([])) == 0
     assert run["run_id"] in capsys.readouterr().out
+
+
+def test_ask_refuses_an_empty_question_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], shared_data: Path
+) -> None:
+    ingest(shared_data / "milvus-docs" / "about" / "limitations.md", "docs")
+    assert run_ask([" \n "]) == 2
+    err = capsys.readouterr().err
+    assert "The question is empty: type what you want to find out." in err
+    assert "Researching" not in err  # no model loaded, no run started
+    store = RunStore.open_read_only(app_paths())
+    assert store is None or store.list_runs() == []  # and none saved to History
 
 
 def test_ask_refuses_a_table_file_it_cannot_write_before_running(capsys: pytest.CaptureFixture[str]) -> None:
