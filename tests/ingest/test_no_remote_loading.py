@@ -43,3 +43,41 @@ def test_converting_html_and_markdown_requests_nothing_they_link_to(
         assert "Tide tables are kept here." in page and "The ferry leaves at noon." in note  # both were read
         assert server.seen() == []
     assert network_guard.violations == []
+
+
+def test_a_word_file_with_a_linked_image_is_read_without_fetching_it(
+    converter: Converter, tmp_path: Path, network_guard: NetworkGuard
+) -> None:
+    """A picture linked, not embedded (``r:link`` to an external target: how a web bug
+    hides in a document) is not fetched."""
+    import io
+    import re
+    import zipfile
+
+    from docx import Document
+    from docx.shared import Inches
+    from PIL import Image
+
+    picture = io.BytesIO()
+    Image.new("RGB", (10, 10), "red").save(picture, "PNG")
+    picture.seek(0)
+    document = Document()
+    document.add_paragraph("Confidential memo text.")
+    document.add_picture(picture, width=Inches(1))
+    embedded = tmp_path / "embedded.docx"
+    document.save(str(embedded))
+    linked = tmp_path / "linked.docx"
+    image_rel = re.compile(r'(<Relationship Id="rId\d+" Type="[^"]*/image" Target=")[^"]*(")')
+    with zipfile.ZipFile(embedded) as source, zipfile.ZipFile(linked, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "word/_rels/document.xml.rels":
+                rels, n = image_rel.subn(rf'\g<1>{PUBLIC[0]}" TargetMode="External\g<2>', data.decode())
+                assert n == 1
+                data = rels.encode()
+            elif item.filename == "word/document.xml":
+                assert b"r:embed=" in data
+                data = data.replace(b"r:embed=", b"r:link=")
+            target.writestr(item, data)
+    assert [p.text for p in converter.convert(linked).pieces] == ["Confidential memo text."]
+    assert network_guard.violations == []
