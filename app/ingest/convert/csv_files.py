@@ -32,14 +32,11 @@ def convert_csv_file(path: Path, counter: TokenCounter, max_tokens: int) -> Conv
         raw = path.read_bytes()
     except OSError as exc:
         raise read_failed(exc) from None
-    rows = read_rows(read_text(raw).removeprefix("\ufeff"))
-    if not rows or not any(cell.strip() for row in rows for cell in row):
+    rows = read_rows(read_text(raw))  # a byte-order mark is gone with the decoding
+    if not any(cell.strip() for row in rows for cell in row):
         raise IngestError(NO_TEXT)
-    texts = split_markdown_table(markdown_table(rows), counter, max_tokens)
-    pieces = tuple(ChunkPiece(text=text, embed_text=text) for text in (t.strip() for t in texts) if text)
-    if not pieces:
-        raise IngestError(NO_TEXT)
-    return ConvertedDocument(title=path.name, pieces=pieces)
+    texts = (text.strip() for text in split_markdown_table(markdown_table(rows), counter, max_tokens))
+    return ConvertedDocument(title=path.name, pieces=tuple(ChunkPiece(text=text, embed_text=text) for text in texts))
 
 
 def read_rows(text: str) -> list[list[str]]:
