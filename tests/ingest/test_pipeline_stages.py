@@ -10,6 +10,7 @@ waited for with sleeps.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import os
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from ingest_files import paths_in
 
-from app.core.events import FileDone, IngestEvent, IngestFinished
+from app.core.events import FileDone, IngestEvent, IngestFinished, IngestProgress
 from app.core.ids import make_doc_id
 from app.core.models import DocumentStatus
 from app.core.settings import Settings
@@ -245,6 +246,38 @@ async def test_a_conversion_pool_that_fails_is_reported_for_the_file_and_the_res
         assert run.finished.indexed == len(files) - 1 and run.finished.failed == 1
         (doc,) = [d for d in await library.documents(COLLECTION) if Path(d.path).name == broken]
         assert doc.status is DocumentStatus.FAILED and "could not be started" in doc.error
+
+
+class LatePageReports(RecordingPool):
+    """Page reports travel by their own queue: this pool says page 1 of 3 during the
+    conversion, page 2 only after the result is back, and page 3 never (its report was
+    dropped because the file's listener had already gone), as a busy machine can."""
+
+    async def convert(self, path: Path, on_page: PageReport | None = None) -> ConvertOutcome:
+        assert on_page is not None
+        on_page(1, 3, "page")
+        outcome = await super().convert(path, None)
+        asyncio.get_running_loop().call_soon(on_page, 2, 3, "page")
+        return outcome
+
+
+async def test_a_page_report_that_comes_after_its_file_is_converted_is_not_shown(
+    tmp_path: Path, shared_data: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
+    (file,) = copy_docs(shared_data, tmp_path / "docs", 1)
+    async with library_at(tmp_path / "home", embedder) as library:
+        run = await ingest(
+            library,
+            tmp_path / "docs",
+            embedder=RecordingEmbedder(embedder),
+            converters=LatePageReports(converter_config(embedder)),
+            threads=1,
+        )
+    assert run.finished.indexed == 1
+    progress = [e for e in run.events if isinstance(e, IngestProgress)]
+    said = [e.ocr for e in progress if e.ocr]
+    assert said == [f"{file.name}: OCR, page 1 of 3"], said  # the late report is old news
+    assert progress[-1].ocr == ""  # converted: no page count left on screen
 
 
 # -- cutting chunks into calls (no I/O) ---------------------------------------------------

@@ -280,6 +280,8 @@ class _Run:
                 )
             except Exception as exc:  # the pool failed, not the file's reader: said for this file
                 outcome = ConvertOutcome(error=f"Conversion failed unexpectedly: {short_error(exc)}.")
+            finally:
+                self.progress.conversion_ended(job.path)
             document = outcome.document
             if document is None or not document.pieces:
                 self.progress.work_finished()

@@ -79,6 +79,8 @@ class Progress:
         self.work_started: float | None = None
         self.current = ""
         self.ocr = ""
+        self.ocr_path = ""  # the file ``ocr`` speaks of
+        self.converting: set[str] = set()
         self.last_progress = 0.0
 
     def run_started(self, total: int) -> None:
@@ -92,11 +94,17 @@ class Progress:
 
     def file_started(self, path: str) -> None:
         self.current = path
+        self.converting.add(path)
         self.emit(FileStarted(collection=self.collection, path=path))
 
     def page_read(self, path: str, read: int, total: int, unit: str = "page") -> None:
         """OCR read page ``read`` of ``total`` of this file (slow: seconds a page), or the
-        mail reader message ``read`` of an archive's ``total``; said at once."""
+        mail reader message ``read`` of an archive's ``total``; said at once. A report
+        that arrives after the file's conversion ended (it travels by another queue than
+        the result) is old news and is dropped."""
+        if path not in self.converting:
+            return
+        self.ocr_path = path
         if read >= total:
             self.ocr = ""
         elif unit == "message":
@@ -104,6 +112,13 @@ class Progress:
         else:
             self.ocr = f"{Path(path).name}: OCR, page {read} of {total}"
         self.update(force=True)
+
+    def conversion_ended(self, path: str) -> None:
+        """The file is converted (or failed): its page count is no longer said."""
+        self.converting.discard(path)
+        if self.ocr_path == path and self.ocr:
+            self.ocr = ""
+            self.update(force=True)
 
     def work_finished(self) -> None:
         """One file that needed converting is through (stored, or failed)."""
