@@ -25,12 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=USER_MODES, default=None, help="research mode (default: from settings, deep)")
     parser.add_argument(
         "--collection",
+        "-c",
         dest="collections",
-        action="extend",
-        nargs="+",
+        action="append",
         metavar="NAME",
         default=[],
-        help="search only these collections (default: all)",
+        help="search only this collection; repeat for several (default: all)",
     )
     parser.add_argument("--max-rounds", type=int, default=None, metavar="N", help="research rounds at most")
     parser.add_argument("--max-seconds", type=float, default=None, metavar="S", help="wall-time budget")

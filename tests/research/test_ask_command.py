@@ -48,6 +48,10 @@ def test_ask_refuses_an_empty_library_and_an_unknown_collection(
     assert run_ask(["What is Milvus?", "--collection", "nope"]) == 2
     err = capsys.readouterr().err
     assert "No collection named nope. Collections: docs." in err
+    # the options before the question, as people type them; one name a flag
+    assert run_ask(["-c", "docs", "--collection", "gone", "What is Milvus?"]) == 2
+    err = capsys.readouterr().err
+    assert "No collection named gone. Collections: docs." in err
 
 
 def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFixture[str], shared_data: Path) -> None:
