@@ -80,7 +80,8 @@ class Display:
             return
         if isinstance(event, IngestStarted):
             if not self.tty:
-                print(f"Ingesting {event.total_files} files into '{event.collection}'.", file=self.out)
+                files = "file" if event.total_files == 1 else "files"
+                print(f"Ingesting {event.total_files:,} {files} into '{event.collection}'.", file=self.out)
         elif isinstance(event, IngestProgress) and self.tty:
             self._bar(event)
         elif isinstance(event, FileDone) and not self.tty:

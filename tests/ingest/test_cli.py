@@ -70,9 +70,13 @@ def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.Capture
     (folder / "empty.md").write_bytes(b"")
     (folder / "song.mp3").write_bytes(b"ID3")
     assert main(["ingest", str(folder), "--collection", "empty"]) == 1
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "Ingesting 2 files into 'empty'." in out + err
     assert "Nothing could be indexed." in err
     assert "song.mp3: Fathom does not read '.mp3' files." in err
+    assert main(["ingest", str(folder / "empty.md"), "--collection", "empty"]) == 1
+    out, err = capsys.readouterr()
+    assert "Ingesting 1 file into 'empty'." in out + err
 
 
 def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
