@@ -56,11 +56,35 @@ _ECHO_TAG = re.compile(r"</?\s*[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 _CUT_FENCE = re.compile(rf"</?\s*{FENCE_TAG}\b[^<>\n]*$", re.MULTILINE)
 
 
+# a unit of 1–16 characters with a letter or digit in it, said 12 times or more in a row:
+# a small model looping ("2.4.10.3.1.0.0.0.0…", "the the the …"); a table rule or a dot
+# leader has no letter or digit, a long number is not 32 characters of one digit
+_LOOP = re.compile(r"(.{1,16}?)\1{11,}", re.DOTALL)
+_LOOP_AT_END = re.compile(r"(.{1,16}?)\1{11,}$", re.DOTALL)
+LOOP_MIN_CHARS = 32
+
+
+def _is_loop(match: re.Match[str]) -> bool:
+    return len(match.group(0)) >= LOOP_MIN_CHARS and any(c.isalnum() for c in match.group(1))
+
+
+def ends_in_a_loop(text: str) -> bool:
+    """Whether ``text`` (a reply as it streams) ends by saying one short thing over and over."""
+    match = _LOOP_AT_END.search(text[-400:])
+    return match is not None and _is_loop(match)
+
+
+def collapse_loops(text: str) -> str:
+    """``text`` with each looping run said once, then "…" (the model was cut there)."""
+    return _LOOP.sub(lambda m: m.group(1) + "…" if _is_loop(m) else m.group(0), text)
+
+
 def strip_echo(text: str) -> str:
     """A model reply without prompt structure or HTML a small model may have written
     (the question block, document and other tags, the withheld-passage note), and without
-    sentences that repeat an earlier one (or a cut-off start of one)."""
-    text = _ECHO_QUESTION.sub("", text)
+    sentences that repeat an earlier one (or a cut-off start of one), and with a loop
+    of one short thing said once (:func:`collapse_loops`)."""
+    text = _ECHO_QUESTION.sub("", collapse_loops(text))
     text = _CUT_FENCE.sub("", _ECHO_TAG.sub("", text)).replace(WITHHELD, "")
     seen: set[str] = set()
     lines = []

@@ -49,7 +49,8 @@ ANSWER_SCHEMA = prompts.object_schema("short_answer", {"answer": {"type": "strin
 
 class RepetitionGuard:
     """Says stop (False) once the streamed text keeps repeating earlier lines or
-    sentences — small models loop; the loop is cut instead of paid for."""
+    sentences, or says one short thing over and over within a sentence ("1.0.0.0.0…") —
+    small models loop; the loop is cut instead of paid for."""
 
     def __init__(self, limit: int = 3) -> None:
         self.limit = limit
@@ -70,7 +71,7 @@ class RepetitionGuard:
             else:
                 self.seen.add(key)
                 self.repeats = 0
-        return self.repeats < self.limit
+        return self.repeats < self.limit and not prompts.ends_in_a_loop(self.buffer)
 
 
 def report_sources(question: str, evidence: EvidenceRegistry, limit: int) -> list[tuple[int, Chunk]]:

@@ -17,7 +17,7 @@ from app.research.citations import (
     sentences,
 )
 from app.research.evidence import EvidenceRegistry
-from app.research.prompts import WITHHELD, strip_echo
+from app.research.prompts import WITHHELD, ends_in_a_loop, strip_echo
 from app.research.report import report_sources
 
 
@@ -85,6 +85,20 @@ def test_echoed_prompt_structure_is_stripped_from_a_reply() -> None:
     assert strip_echo(f"{WITHHELD} Milvus is fast [1].") == "Milvus is fast [1]."
     # a reply cut off inside a fence tag it was echoing (seen with the starter model)
     assert strip_echo('The answer is: Iron Maiden [1]. <document id="1" title="') == "The answer is: Iron Maiden [1]."
+
+
+def test_a_loop_within_a_sentence_is_said_once_and_tables_and_numbers_are_kept() -> None:
+    looped = "It was released as 2.4.10.3.3.1." + "0." * 60 + "0 [1]. Then 2.5 came."
+    assert strip_echo(looped) == "It was released as 2.4.10.3.3.1.0… [1]. Then 2.5 came."
+    assert ends_in_a_loop("It was 1." + "0." * 16) and not ends_in_a_loop("It was 1." + "0." * 15)
+    keep = (
+        "| a | b | c | d | e | f | g | h | i | j | k | l | m |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\n"
+        "Contents ........................................ 3\n\n"
+        "A budget of 100000000000000000000 vectors [2]. Ha ha ha ha ha ha."
+    )
+    assert strip_echo(keep) == keep
+    assert not ends_in_a_loop(keep)
 
 
 def test_questions_are_not_bound_to_sources() -> None:

@@ -15,6 +15,7 @@ from app.core.events import (
     Finished,
     Notice,
     Reflected,
+    ReportDelta,
     RoundStarted,
     RunStarted,
     SearchFinished,
@@ -195,6 +196,20 @@ async def test_quick_mode_searches_once_and_answers() -> None:
     assert library.search_calls == [([QUESTION], None)]
     assert [c.task for c in model.calls] == ["findings", "text", "citation_check"]
     assert len(final.report.evidence) == len(of(events, SearchFinished)[0].hits)
+
+
+async def test_a_reply_that_loops_within_a_sentence_is_cut_and_said_once() -> None:
+    # the starter model was seen writing "… 2.4.10.3.3.1.0.0.0.0…" until its token limit
+    looping = "Milvus is an open-source vector database [1]. It is the same, " + "the same, " * 300 + "end."
+    model = ScriptedModel({"citation_check": ALL_SUPPORTED}, text=looping)
+    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick"))
+    final = events[-1]
+    assert isinstance(final, Finished), final
+    streamed = "".join(e.text for e in of(events, ReportDelta)).split("###")[0]  # before the quotes
+    assert len(streamed) < 300, streamed  # cut while it looped, not paid for to the end
+    assert "The model started repeating itself; its reply was cut there." in [n.message for n in of(events, Notice)]
+    assert "It is the same,…" in final.report.markdown, final.report.markdown
+    assert "the same, the same, the same" not in final.report.markdown
 
 
 async def test_unknown_mode_and_empty_question_fail_with_a_sentence() -> None:
