@@ -47,7 +47,7 @@ class BudgetHit(BudgetExhausted):
 def describe_stop(stop_reason: str) -> str:
     """A sentence for a run's stop reason."""
     if stop_reason == "completed":
-        return "The run finished: the model judged the evidence sufficient or found no new gaps."
+        return "The run finished on its own: no budget ran out."
     if stop_reason == "cancelled":
         return "The run was stopped before it finished; what it found so far is kept."
     label = BUDGET_LABELS.get(stop_reason)
