@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 import mailbox
+import queue
+import time
+import types
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.cli import main
+from app.ingest.embedder import OnnxMiniLMEmbedder
 
 
 def _message(subject: str, sender: str, body: str, *, charset: str = "utf-8") -> EmailMessage:
@@ -108,3 +113,35 @@ async def test_the_progress_says_which_message_of_an_archive_is_read(tmp_path: P
     said = [e.ocr for e in events if isinstance(e, IngestProgress) and e.ocr]
     assert said and said[0] == "harbour.mbox: message 1 of 5", said
     assert all(s.startswith("harbour.mbox: message ") and s.endswith(" of 5") for s in said), said
+
+
+class SlowListenerQueue(queue.SimpleQueue):  # type: ignore[type-arg]
+    """The reports' queue on a busy machine: the listener thread gets each report a
+    while after it was put, long after the conversion's result is back."""
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        item = super().get(block, timeout)
+        if item is not None:
+            time.sleep(0.3)
+        return item
+
+
+async def test_every_report_of_a_file_is_heard_before_its_result(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.ingest.chunking import chunk_token_limit
+    from app.ingest.convert import ConversionPool, ConverterConfig, worker_pool
+
+    monkeypatch.setattr(worker_pool, "queue", types.SimpleNamespace(SimpleQueue=SlowListenerQueue))
+    make_archive(tmp_path / "harbour.mbox")
+    config = ConverterConfig(
+        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+    )
+    pool = ConversionPool(config, workers=1, kind="thread")
+    heard: list[tuple[int, int, str]] = []
+    try:
+        outcome = await pool.convert(tmp_path / "harbour.mbox", on_page=lambda *report: heard.append(report))
+        assert outcome.document is not None, outcome.error
+        assert heard and heard[0] == (1, 5, "message"), heard  # heard when the result is
+    finally:
+        pool.shutdown()

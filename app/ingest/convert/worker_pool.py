@@ -4,7 +4,10 @@ event loop), or threads when measuring. A worker that dies is replaced.
 
 While OCR reads a file's pages, the worker reports each page on a queue; a listener
 thread here hands it to the ``on_page`` the file's ``convert`` was given, on its
-event loop (the ingest's progress then counts pages, not only files)."""
+event loop (the ingest's progress then counts pages, not only files). The result
+comes back by another way (the executor's), and can overtake the reports: so the
+worker ends a file's reports with a mark, and ``convert`` returns only once the mark
+is through — every report of a file is heard before its result."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from app.ingest.file_errors import short_error
 
 ExecutorKind = Literal["process", "thread"]
 PageReport = Callable[[int, int, str], None]  # (read, to read, unit: "page" OCR read, or "message") of one file
+REPORTS_END = "end"  # the unit of the mark after a file's last report
+REPORTS_WAIT_S = 10.0  # how long a result waits for its file's reports at most (a lost mark)
 
 
 class ConversionPool:
@@ -40,6 +45,7 @@ class ConversionPool:
         self._starting = asyncio.Lock()
         self._pages: Any = None  # the queue workers report OCR pages on: (path, read, total)
         self._on_page: dict[str, PageReport] = {}  # path → where its pages are reported
+        self._reports_end: dict[str, Callable[[], None]] = {}  # path → told when its reports are through
 
     def _ensure(self) -> Executor:
         if self._executor is None:
@@ -70,6 +76,11 @@ class ConversionPool:
             if report is None:
                 return
             path, read, total, unit = report
+            if unit == REPORTS_END:
+                ended = self._reports_end.get(path)
+                if ended is not None:
+                    ended()
+                continue
             on_page = self._on_page.get(path)
             if on_page is not None:
                 on_page(read, total, unit)
@@ -94,10 +105,18 @@ class ConversionPool:
         await self.start()
         fn: Callable[[str], ConvertOutcome] = _convert_in_worker if self.kind == "process" else _convert_in_thread
         key = str(path)
+        reports_through = asyncio.Event()
         if on_page is not None:
             self._on_page[key] = lambda read, total, unit: _call_soon(loop, on_page, read, total, unit)
+            self._reports_end[key] = lambda: _call_soon(loop, reports_through.set)
         try:
-            return await loop.run_in_executor(self._ensure(), fn, key)
+            outcome = await loop.run_in_executor(self._ensure(), fn, key)
+            if on_page is not None:
+                try:
+                    await asyncio.wait_for(reports_through.wait(), REPORTS_WAIT_S)
+                except TimeoutError:
+                    pass  # the mark was lost: the result matters more than a page count
+            return outcome
         except Exception as exc:
             from concurrent.futures.process import BrokenProcessPool
 
@@ -108,6 +127,7 @@ class ConversionPool:
             raise
         finally:
             self._on_page.pop(key, None)
+            self._reports_end.pop(key, None)
 
     def shutdown(self) -> None:
         if self._executor is not None:
@@ -117,9 +137,9 @@ class ConversionPool:
             self._pages = None
 
 
-def _call_soon(loop: asyncio.AbstractEventLoop, fn: PageReport, read: int, total: int, unit: str) -> None:
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
     try:
-        loop.call_soon_threadsafe(fn, read, total, unit)
+        loop.call_soon_threadsafe(fn, *args)
     except RuntimeError:  # the loop closed meanwhile: nobody is listening
         pass
 
@@ -173,6 +193,13 @@ def _outcome(converter: Converter, path: str, pages: Any, *, in_process: bool) -
     each page OCR reads (each message of a mail archive) is reported on ``pages`` as
     (path, read, total, unit)."""
     converter.pages.on_page = lambda read, total, unit: pages.put((path, read, total, unit))
+    try:
+        return _convert_or_say_why(converter, path, in_process=in_process)
+    finally:
+        pages.put((path, 0, 0, REPORTS_END))  # after the file's last report, on the same queue
+
+
+def _convert_or_say_why(converter: Converter, path: str, *, in_process: bool) -> ConvertOutcome:
     try:
         return ConvertOutcome(document=converter.convert(Path(path)))
     except IngestError as exc:
