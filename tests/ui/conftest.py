@@ -73,6 +73,18 @@ def aloop(qloop: qasync.QEventLoop, qtbot: Any) -> Iterator[qasync.QEventLoop]:
 
 
 @pytest.fixture(autouse=True)
+def application_look(qapp: QApplication) -> Iterator[None]:
+    """The application's style, palette and style sheet as each test found them: a test
+    that saves the dark theme through Settings would otherwise restyle every later one."""
+    style, palette, sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    yield
+    if qapp.style().name() != style:
+        qapp.setStyle(style)
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(sheet)
+
+
+@pytest.fixture(autouse=True)
 def gui_thread_gc(qapp: QApplication) -> Iterator[GuiThreadCollector]:
     """Garbage cycles die on the GUI thread during a window test, as in the app (``app/ui/gui_thread_gc.py``).
 
