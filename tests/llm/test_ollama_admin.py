@@ -103,7 +103,7 @@ async def test_pull_without_internet_on_ollamas_side_says_pulled_models_still_wo
 
 
 async def test_cancelling_a_pull_closes_the_stream_promptly(ollama: OllamaLoopback) -> None:
-    ollama.pull_delay_s = 0.05  # 13 lines: the pull would take about 0.6 s without a cancel
+    ollama.pull_delay_s = 0.3  # 13 lines: the pull would take about 4 s without a cancel (room on a busy machine)
     downloading = asyncio.Event()
     seen: list[PullProgress] = []
 
