@@ -226,6 +226,25 @@ def flag_unsupported(markdown: str, citations: Sequence[Citation]) -> str:
     return _map_sentences(markdown, flag)
 
 
+# the flag as it reads once rendered (its Markdown emphasis gone)
+_FLAG_SHOWN = re.compile(rf"{UNSUPPORTED_MARK} \(not supported by ([^)]*)\)")
+
+
+def flagged_spans(text: str) -> list[tuple[int, int, frozenset[int]]]:
+    """Where the flagged sentences of a rendered paragraph are: (start, end, numbers) for
+    each flag :func:`flag_unsupported` wrote, from the start of the sentence before it
+    to the flag's end, with the numbers it names. A citation of one of those numbers in
+    that span is the one found unsupported; the same number elsewhere (a supported
+    sentence, a quote, the sources list) is not."""
+    spans: list[tuple[int, int, frozenset[int]]] = []
+    for match in _FLAG_SHOWN.finditer(text):
+        head = text[: match.start()].rstrip()
+        body = head[:-1] if head.endswith((".", "!", "?")) else head
+        starts = [0, *(end.end() for end in _SENTENCE_END.finditer(body)), *(end for _, end, _ in spans)]
+        spans.append((max(starts), match.end(), frozenset(cited_numbers(match.group(1)))))
+    return spans
+
+
 def split_report(markdown: str) -> tuple[str, str]:
     """(the report's own text, the engine's sections from its last "## Sources" on).
 

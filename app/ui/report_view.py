@@ -3,9 +3,11 @@
 Deltas are buffered and the document is re-rendered at most every
 ``RENDER_INTERVAL_MS`` (a re-render of a long report costs a few ms; doing it
 per token would stall the window). Citations ``[n]`` become ``cite:n``
-links; clicking one emits :attr:`ReportView.citationClicked`. Citations the
-checker found unsupported, or that name no source, are drawn struck out in
-red with a tooltip.
+links; clicking one emits :attr:`ReportView.citationClicked`. A citation the
+checker found not to support its sentence is drawn struck out in red with a
+tooltip, there and in the "⚠ (not supported by [n])" flag after the sentence,
+not wherever else the same source is cited (a supported sentence, a quote, the
+sources list); a citation that names no source is struck out everywhere.
 
 A finished report (:meth:`ReportView.show_finished`) also gets a header, "N of
 M sentences cited, K flagged" (:attr:`Report.support`), a mark after every
@@ -35,7 +37,7 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 from app.core.models import Citation, Evidence, SentenceSupport
 from app.export.md_fences import balance_fences
 from app.export.safe_markdown import code_span, neutralize_inline, neutralize_markdown
-from app.research.citations import mark_uncited, support_headline
+from app.research.citations import flag_unsupported, flagged_spans, mark_uncited, support_headline
 from app.ui.citations import citation_number, cited_numbers, linkify_citations
 from app.ui.safe_document import fragments, set_untrusted_markdown
 from app.ui.theme import unsupported_colour
@@ -44,6 +46,7 @@ from app.ui.tooltips import plain_tooltip
 RENDER_INTERVAL_MS = 150
 UNCITED_MARK = "‹no source›"
 UNCITED_TIP = "No citation: this sentence names no source."
+UNSUPPORTED_TIP = "The checker found no support for this claim in the source."
 CONSULTED_HREF = "fathom:also-consulted"
 CONSULTED_TITLE = "Also consulted"
 
@@ -62,7 +65,7 @@ class ReportView(QTextBrowser):
         self.anchorClicked.connect(self._on_anchor)
         self._markdown = ""
         self._dirty = False
-        self._unsupported: dict[int, str] = {}
+        self._checked: dict[tuple[int, str], Citation] = {}  # (number, sentence) → its verdict
         self._known: set[int] | None = None
         self._support: SentenceSupport | None = None
         self._consulted: tuple[Evidence, ...] = ()
@@ -78,7 +81,7 @@ class ReportView(QTextBrowser):
 
     def clear_report(self) -> None:
         self._markdown = ""
-        self._unsupported.clear()
+        self._checked.clear()
         self._known = None
         self._support = None
         self._consulted = ()
@@ -114,10 +117,7 @@ class ReportView(QTextBrowser):
         header and the evidence it read but did not cite; renders once, now."""
         self._markdown = markdown
         self._known = set(known)
-        self._unsupported.clear()
-        for c in citations:
-            if c.supported is False:
-                self._unsupported[c.number] = c.note or "The checker found no support for this claim in the source."
+        self._checked = {(c.number, c.sentence): c for c in citations}
         self._support = support
         self._consulted = tuple(consulted)
         self._dirty = True
@@ -142,16 +142,17 @@ class ReportView(QTextBrowser):
         self._dirty = True
         self._schedule()
 
-    def mark_citation(self, number: int, supported: bool | None, note: str = "") -> None:
-        if supported is False:
-            self._unsupported[number] = note or "The checker found no support for this claim in the source."
-        else:
-            self._unsupported.pop(number, None)
+    def mark_citation(self, number: int, supported: bool | None, note: str = "", sentence: str = "") -> None:
+        """The checker's verdict on citation ``number`` of ``sentence`` (its claim, as
+        :class:`Citation` has it), while the report is checked: the sentence gets its
+        flag as the finished report will have it."""
+        self._checked[(number, sentence)] = Citation(number, sentence, supported, note)
         self._dirty = True
         self._schedule()
 
     def unsupported_citations(self) -> dict[int, str]:
-        flagged = dict(self._unsupported)
+        """The numbers struck out somewhere, with why (tests, the status line)."""
+        flagged = {c.number: c.note or UNSUPPORTED_TIP for c in self._checked.values() if c.supported is False}
         if self._known is not None:
             for n in cited_numbers(self._markdown):
                 if n not in self._known:
@@ -177,7 +178,9 @@ class ReportView(QTextBrowser):
         keep = bar.value()
         text = balance_fences(self._markdown)
         if self._support is not None:
-            text = mark_uncited(text, UNCITED_MARK)
+            text = mark_uncited(text, UNCITED_MARK)  # a finished report carries its flags
+        elif self._checked:
+            text = flag_unsupported(text, list(self._checked.values()))
         safe = neutralize_markdown(text)
         if self._support is not None:
             safe = f"*{support_headline(self._support)}*\n\n{safe}"
@@ -191,21 +194,29 @@ class ReportView(QTextBrowser):
         bar.setValue(bar.maximum() if at_bottom else keep)
 
     def _format_citations(self) -> None:
-        flagged = self.unsupported_citations()
+        notes = self.unsupported_citations()
         doc = self.document()
         cursor = QTextCursor(doc)
         cursor.beginEditBlock()  # one layout for all the citations, not one each
+        spans: dict[int, list[tuple[int, int, frozenset[int]]]] = {}  # block → its flagged sentences
         for position, length, fmt in list(fragments(doc)):
             number = citation_number(fmt.anchorHref()) if fmt.isAnchor() else None
             if number is None:
                 continue
+            block = doc.findBlock(position)
+            if block.blockNumber() not in spans:
+                spans[block.blockNumber()] = flagged_spans(block.text())
+            offset = position - block.position()
+            flagged = any(start <= offset < end and number in ns for start, end, ns in spans[block.blockNumber()])
+            unknown = self._known is not None and number not in self._known
             cursor.setPosition(position)
             cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
             extra = QTextCharFormat()
-            if number in flagged:
+            if flagged or unknown:
                 extra.setForeground(unsupported_colour())
                 extra.setFontStrikeOut(True)
-                extra.setToolTip(plain_tooltip(f"Unsupported citation [{number}]: {flagged[number]}"))
+                why = notes.get(number, UNSUPPORTED_TIP) if flagged else "No source with this number."
+                extra.setToolTip(plain_tooltip(f"Unsupported citation [{number}]: {why}"))
             else:
                 extra.setToolTip(f"Show source [{number}]")
             cursor.mergeCharFormat(extra)

@@ -125,7 +125,7 @@ class RunPresenter(QObject):
             self.evidence[event.evidence.number] = event.evidence
         elif isinstance(event, CitationChecked):
             c = event.citation
-            self.report_view.mark_citation(c.number, c.supported, c.note)
+            self.report_view.mark_citation(c.number, c.supported, c.note, c.sentence)
         elif isinstance(event, TableReady):
             self._show_table(event.table)
         elif isinstance(event, UsageUpdated):

@@ -15,8 +15,9 @@ from PySide6.QtGui import QTextCursor, QTextDocument, QTextTable
 
 from app.core.models import EntityTable, TableCell
 from app.export.md_fences import balance_fences
-from app.ui.citations import cited_numbers, linkify_citations
+from app.ui.citations import citation_number, cited_numbers, linkify_citations
 from app.ui.report_view import ReportView
+from app.ui.safe_document import fragments
 from app.ui.table_view import EntityTableView
 
 REPORT = """# Milvus
@@ -103,23 +104,49 @@ def test_markdown_renders_and_citations_are_links(qtbot: Any, http_server: Any) 
     assert not view.openExternalLinks() and not view.openLinks()
 
 
-def test_unsupported_and_unknown_citations_are_flagged(qtbot: Any) -> None:
+def struck_citations(view: ReportView) -> list[tuple[int, bool]]:
+    """Every citation link of the document, in order, with whether it is struck out."""
+    return [
+        (number, fmt.fontStrikeOut())
+        for _, _, fmt in fragments(view.document())
+        if fmt.isAnchor() and (number := citation_number(fmt.anchorHref())) is not None
+    ]
+
+
+def test_an_unsupported_citation_is_struck_in_its_sentence_and_an_unknown_one_everywhere(qtbot: Any) -> None:
     view = ReportView()
     qtbot.addWidget(view)
-    view.set_markdown_text("A claim [1]. Another [2]. A third [7].")
+    view.set_markdown_text(
+        "A claim [1]. Another claim [2]. A third [7].\n\n"
+        "- A listed claim that holds [2, 1].\n\n"
+        "> “The source's own words.” [2]\n\n"
+        "## Sources\n\n- [1] First — a.md\n- [2] Second — b.md\n"
+    )
     view.set_known_citations({1, 2})
-    view.mark_citation(2, False, "the source says otherwise")
+    view.mark_citation(2, False, "the source says otherwise", "Another claim.")  # as the checker says it
+    view.mark_citation(2, True, "", "A listed claim that holds.")
     view.flush()
-    flagged = view.unsupported_citations()
-    assert flagged == {2: "the source says otherwise", 7: "No source with this number."}
-    doc = view.document()
-    for number, struck in ((1, False), (2, True), (7, True)):
-        cursor = QTextCursor(doc)
-        cursor.setPosition(view.citation_anchor_positions()[number] + 1)
-        assert cursor.charFormat().fontStrikeOut() is struck
-    view.mark_citation(2, True)
+    assert view.unsupported_citations() == {2: "the source says otherwise", 7: "No source with this number."}
+    assert "Another claim [2]. ⚠ (not supported by [2])" in view.toPlainText()  # flagged as the final report is
+    assert struck_citations(view) == [
+        (1, False),
+        (2, True),  # the unsupported sentence…
+        (2, True),  # …and its flag
+        (7, True),  # no source 7: struck wherever it stands
+        (2, False),  # the same source backing another sentence
+        (1, False),
+        (2, False),  # a quote
+        (1, False),  # the sources list
+        (2, False),
+    ]
+    cursor = QTextCursor(view.document())
+    cursor.setPosition(view.citation_anchor_positions()[7] + 1)
+    assert "Unsupported citation [7]: No source with this number." in cursor.charFormat().toolTip()
+    view.mark_citation(2, True, "", "Another claim.")  # checked again: supported
     view.flush()
     assert view.unsupported_citations() == {7: "No source with this number."}
+    assert "⚠" not in view.toPlainText()
+    assert [struck for number, struck in struck_citations(view) if number == 2] == [False] * 4
 
 
 def test_streamed_text_is_rendered_in_batches(qtbot: Any) -> None:
