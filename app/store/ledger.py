@@ -54,6 +54,7 @@ import os
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -61,6 +62,7 @@ from app.core.ids import chunk_ids_of
 from app.core.models import Chunk, Collection, Document, DocumentStatus
 from app.store.catalog import Catalog
 from app.store.consistency import Drift
+from app.store.disk_room import ensure_room, room_problem
 from app.store.vectors import VectorStore
 
 CRASH_ENV = "FATHOM_TEST_CRASH_AT"
@@ -221,6 +223,22 @@ class Ledger:
         order that keeps a crash recoverable (see the module docstring)."""
         if not writes:
             return
+        chunk_count = sum(len(w.chunks) for w in writes)
+        ensure_room(self.write_folders(), chunk_count)  # before any change: a full disk stops here
+        try:
+            self._index(collection, writes)
+        except Exception as exc:  # the disk filled while writing (another program, a large batch)
+            problem = room_problem(self.write_folders())
+            if problem is not None:
+                raise problem from exc
+            raise
+
+    def write_folders(self) -> list[Path]:
+        """The folders a write takes room in: the catalog's, and Milvus Lite's."""
+        lite = self.store.lite_folder
+        return [self.catalog.path.parent, *([lite] if lite is not None else [])]
+
+    def _index(self, collection: str, writes: Sequence[DocumentWrite]) -> None:
         stale = [w.previous for w in writes if w.previous is not None and may_have_chunks(w.previous)]
         if stale:
             self.catalog.save_documents([replace(d, status=DocumentStatus.PENDING, chunk_count=0) for d in stale])

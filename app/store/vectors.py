@@ -33,6 +33,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -149,6 +150,11 @@ class VectorStore:
     @property
     def is_lite(self) -> bool:
         return self._lite_path is not None
+
+    @property
+    def lite_folder(self) -> Path | None:
+        """The folder of the Milvus Lite file (where its writes take room); None on a server."""
+        return Path(self._lite_path).parent if self._lite_path is not None else None
 
     # -- collections ----------------------------------------------------------
 
