@@ -30,14 +30,16 @@ from typing import Any
 
 import sqlite_utils
 
-from app.core.errors import CollectionNotFound, StoreError
+from app.core.errors import CollectionNotFound
 from app.core.models import Collection, Document, DocumentStatus
+from app.store.sqlite_errors import open_error
 
 _COLLECTIONS = "collections"
 _DOCUMENTS = "documents"
 _ROOTS = "ingest_roots"
 _RUNS = "ingest_runs"
 
+DAMAGED_HINT = "Move it away to start an empty catalog; the documents will need to be added again."
 ACTIVE = "active"  # a collection in use
 REMOVING = "removing"  # a collection being removed: hidden, and its removal is finished at the next start
 
@@ -74,7 +76,7 @@ class Catalog:
             else:
                 conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
         except sqlite3.Error as exc:
-            raise StoreError(f"The catalog {path} could not be opened ({exc}).") from exc
+            raise open_error("The catalog", path, exc, DAMAGED_HINT) from exc
         self._lock = threading.RLock()
         self._conn = conn
         self.db = sqlite_utils.Database(conn)
@@ -88,10 +90,7 @@ class Catalog:
             self._create_tables()
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(
-                f"The catalog {path} is damaged ({exc}).",
-                "Move it away to start an empty catalog; the documents will need to be added again.",
-            ) from exc
+            raise open_error("The catalog", path, exc, DAMAGED_HINT) from exc
 
     def _create_tables(self) -> None:
         db = self.db

@@ -31,15 +31,18 @@ from typing import Any
 import sqlite_utils
 
 from app.core.codec import from_jsonable, to_jsonable
-from app.core.errors import StoreError
 from app.core.events import Event, Failed, Finished, RunStarted, event_to_dict
 from app.core.models import Budget, Evidence, EvidenceStatus, Report, Usage
 from app.core.paths import AppPaths
 from app.store.event_log import EventLog, decode_rows
+from app.store.sqlite_errors import open_error
 
 log = logging.getLogger(__name__)
 
 RUNS = "research_runs"
+HISTORY_DAMAGED_HINT = (
+    "Move it away to start an empty library; the documents will need to be added again and past runs are lost."
+)
 EVENTS = "research_events"
 EVIDENCE = "research_evidence"
 
@@ -91,7 +94,7 @@ class RunStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self._ensure_tables()
         except sqlite3.Error as exc:
-            raise StoreError(f"The research history in {path} could not be opened ({exc}).") from exc
+            raise open_error("The research history in", path, exc, HISTORY_DAMAGED_HINT) from exc
 
     @classmethod
     def open(cls, paths: AppPaths) -> RunStore:
