@@ -6,7 +6,9 @@
   Milvus Lite 3.x its BM25) in memory for search.
 - ``catalog``: the library's SQLite record (collections, documents, ingest runs).
 - ``ledger``: the only writer of document and collection state across both stores;
-  ``consistency`` compares the two.
+  ``consistency`` compares the two; ``disk_room`` checks each write leaves room on disk.
+- ``sqlite_errors``: an SQLite error on opening said as what it is (damaged, disk full,
+  not writable)
 - ``research_runs``: where a research run is saved; ``event_log`` reads its events back.
 - ``lock``: one Fathom process per data dir.
 """
