@@ -8,7 +8,7 @@
 - ``ledger``: the only writer of document and collection state across both stores;
   ``consistency`` compares the two; ``disk_room`` checks each write leaves room on disk.
 - ``sqlite_errors``: an SQLite error on opening said as what it is (damaged, disk full,
-  not writable)
+  not writable).
 - ``research_runs``: where a research run is saved; ``event_log`` reads its events back.
 - ``lock``: one Fathom process per data dir.
 """
