@@ -55,6 +55,7 @@ class Converter:
             config.docling_artifacts_path,
             self.pdf_pipeline,
             pages=self.pages if config.ocr else None,
+            reporter=self.pages,
         )
 
     def convert(self, path: Path) -> ConvertedDocument:

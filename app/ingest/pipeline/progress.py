@@ -109,6 +109,8 @@ class Progress:
             self.ocr = ""
         elif unit == "message":
             self.ocr = f"{Path(path).name}: message {read:,} of {total:,}"
+        elif unit == "pdf":  # a long PDF's text, read a window of pages at a time
+            self.ocr = f"{Path(path).name}: page {read:,} of {total:,}"
         else:
             self.ocr = f"{Path(path).name}: OCR, page {read} of {total}"
         self.update(force=True)
