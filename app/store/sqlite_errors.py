@@ -23,8 +23,8 @@ def open_error(what: str, path: Path, exc: sqlite3.Error, damaged_hint: str) -> 
     if name.startswith(_DAMAGED):
         return StoreError(f"{what} {path} is damaged ({exc}).", damaged_hint)
     folder = path.parent
-    if name.startswith(_DISK) and _free(folder) < MIN_FREE_BYTES:
-        free = _free(folder)
+    free = _free(folder) if name.startswith(_DISK) else MIN_FREE_BYTES
+    if free < MIN_FREE_BYTES:
         return DiskFull(
             f"The disk that holds the library ({folder}) is full ({free / 1024 / 1024:,.0f} MB free), "
             f"so {what[0].lower() + what[1:]} {path} cannot be opened. Nothing is lost.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from app.core.events import IngestEvent
 from app.core.paths import AppPaths
 
 # A spread of the Milvus docs used by the module-scoped ingests.
@@ -21,6 +22,21 @@ MILVUS_SUBSET = (
 
 def paths_in(root: Path) -> AppPaths:
     return AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+
+
+async def ingest_saying(home: Path, folder: Path, collection: str) -> tuple[list[IngestEvent], list[str]]:
+    """Ingest ``folder`` into a library of its own at ``home``: every event, and each
+    progress line said while a file was read ("x.pdf: OCR, page 1 of 3")."""
+    from app.core.events import IngestProgress
+    from app.core.settings import Settings
+    from app.ingest.library import Library
+
+    library = Library.open(Settings(), paths_in(home))
+    try:
+        events = [event async for event in library.ingest([folder], collection)]
+    finally:
+        await library.aclose()
+    return events, [e.ocr for e in events if isinstance(e, IngestProgress) and e.ocr]
 
 
 def make_docx(path: Path) -> Path:

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pypdfium2
 import pytest
-from ingest_files import paths_in
+from ingest_files import ingest_saying
 
-from app.core.events import IngestFinished, IngestProgress
-from app.core.settings import Settings
+from app.core.events import IngestFinished
 from app.ingest.convert import docling_files
 from app.ingest.convert.converter import Converter
-from app.ingest.library import Library
 
 PAGES = 120  # three windows of 50, 50 and 20 pages
 
@@ -51,12 +49,7 @@ async def test_the_ingest_progress_counts_the_pages_of_a_long_pdf(tmp_path: Path
     folder = tmp_path / "reports"
     folder.mkdir()
     long_pdf(shared_data, folder / "annual.pdf")
-    library = Library.open(Settings(), paths_in(tmp_path / "home"))
-    try:
-        events = [event async for event in library.ingest([folder], "reports")]
-    finally:
-        await library.aclose()
-    said = [e.ocr for e in events if isinstance(e, IngestProgress) and e.ocr]
+    events, said = await ingest_saying(tmp_path / "home", folder, "reports")
     assert said == ["annual.pdf: page 50 of 120", "annual.pdf: page 100 of 120"], said
     finished = events[-1]
     assert isinstance(finished, IngestFinished) and finished.indexed == 1

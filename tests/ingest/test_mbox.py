@@ -96,21 +96,12 @@ def test_an_empty_archive_fails_with_a_sentence(tmp_path: Path, capsys: pytest.C
 
 
 async def test_the_progress_says_which_message_of_an_archive_is_read(tmp_path: Path) -> None:
-    from ingest_files import paths_in
-
-    from app.core.events import IngestProgress
-    from app.core.settings import Settings
-    from app.ingest.library import Library
+    from ingest_files import ingest_saying
 
     folder = tmp_path / "mail"
     folder.mkdir()
     make_archive(folder / "harbour.mbox")
-    library = Library.open(Settings(), paths_in(tmp_path / "home"))
-    try:
-        events = [event async for event in library.ingest([folder], "mail")]
-    finally:
-        await library.aclose()
-    said = [e.ocr for e in events if isinstance(e, IngestProgress) and e.ocr]
+    _, said = await ingest_saying(tmp_path / "home", folder, "mail")
     assert said and said[0] == "harbour.mbox: message 1 of 5", said
     assert all(s.startswith("harbour.mbox: message ") and s.endswith(" of 5") for s in said), said
 

@@ -7,15 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from ingest_files import paths_in
+from ingest_files import ingest_saying
 from scanned_files import PAGE_TEXTS, character_error_rate, image_pdf, make_scanned_files, rasterise, text_pdf
 
 from app.cli import main
 from app.core.events import IngestProgress
 from app.core.paths import app_paths
-from app.core.settings import Settings
 from app.ingest.convert.ocr import PageReader, scanned_pages
-from app.ingest.library import Library
 from app.store.catalog import Catalog
 
 
@@ -110,12 +108,7 @@ async def test_the_ingest_progress_counts_ocr_pages_while_they_are_read(tmp_path
     folder.mkdir()
     three = rasterise(text_pdf(tuple((line,) for line in PAGE_TEXTS[0])))  # a page a line
     (folder / "three.pdf").write_bytes(image_pdf(three))
-    library = Library.open(Settings(), paths_in(tmp_path / "home"))
-    try:
-        events = [event async for event in library.ingest([folder], "scans")]
-    finally:
-        await library.aclose()
-    said = [e.ocr for e in events if isinstance(e, IngestProgress) and e.ocr]
+    events, said = await ingest_saying(tmp_path / "home", folder, "scans")
     assert said == ["three.pdf: OCR, page 1 of 3", "three.pdf: OCR, page 2 of 3"], said
     last = [e for e in events if isinstance(e, IngestProgress)][-1]
     assert last.done_files == 1 and last.ocr == ""  # read: no longer said

@@ -28,9 +28,8 @@ from app.ingest.convert.results import ConvertOutcome
 from app.ingest.file_errors import short_error
 
 ExecutorKind = Literal["process", "thread"]
-PageReport = Callable[
-    [int, int, str], None
-]  # (read, to read, unit: "page" OCR read, "message", "pdf" text pages) of a file
+# (read, to read, unit) of one file; unit: "page" OCR read, "message" of a mail archive, "pdf" text pages
+PageReport = Callable[[int, int, str], None]
 REPORTS_END = "end"  # the unit of the mark after a file's last report
 REPORTS_WAIT_S = 10.0  # how long a result waits for its file's reports at most (a lost mark)
 

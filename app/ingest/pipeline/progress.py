@@ -99,9 +99,10 @@ class Progress:
 
     def page_read(self, path: str, read: int, total: int, unit: str = "page") -> None:
         """OCR read page ``read`` of ``total`` of this file (slow: seconds a page), or the
-        mail reader message ``read`` of an archive's ``total``; said at once. A report
-        that arrives after the file's conversion ended (it travels by another queue than
-        the result) is old news and is dropped."""
+        mail reader message ``read`` of an archive's ``total``, or a long PDF's pages; said
+        at once. The conversion pool hands a file's reports over before its result; one
+        that still comes after (its end mark lost, the wait given up) is old news and is
+        dropped."""
         if path not in self.converting:
             return
         self.ocr_path = path
@@ -116,7 +117,8 @@ class Progress:
         self.update(force=True)
 
     def conversion_ended(self, path: str) -> None:
-        """The file is converted (or failed): its page count is no longer said."""
+        """The file is converted (or failed): its page count is no longer said, also when
+        its last report never came (a worker that died mid-file sends none)."""
         self.converting.discard(path)
         if self.ocr_path == path and self.ocr:
             self.ocr = ""
