@@ -1,5 +1,5 @@
-"""Reading chunks out of the library: a search over several collections merged per
-query, chunks by id for the source viewer, and a spread of chunks to sample.
+"""Reading chunks out of the library: a search over several collections ranked as one
+library, chunks by id for the source viewer, and a spread of chunks to sample.
 
 Blocking calls (Milvus, embedding) run in threads; nothing here changes the library.
 """
@@ -38,8 +38,9 @@ class Retriever:
         mode: SearchMode = "hybrid",
         top_k: int = 10,
     ) -> list[list[Hit]]:
-        """Embed all queries in one batch, search every collection in one batched call
-        each, merge per query by score; result i answers query i."""
+        """Embed all queries in one batch and search every collection in one batched
+        call each; several collections are ranked as one library (result i answers
+        query i)."""
         if not queries:
             return []
         known = {c.name: c for c in await asyncio.to_thread(self.catalog.collections)}
@@ -62,18 +63,10 @@ class Retriever:
             vectors = await asyncio.get_running_loop().run_in_executor(
                 self.embed_executor, embedder.embed, list(queries)
             )
-        per_collection = await asyncio.gather(
-            *(
-                asyncio.to_thread(self.store.search, name, list(queries), vectors, mode=mode, top_k=top_k)
-                for name in names
-            )
-        )
-        merged: list[list[Hit]] = []
-        for i in range(len(queries)):
-            hits = [hit for result in per_collection for hit in result[i]]
-            hits.sort(key=lambda h: h.score, reverse=True)
-            merged.append(hits[:top_k])
-        return merged
+        if len(names) == 1:
+            return await asyncio.to_thread(self.store.search, names[0], list(queries), vectors, mode=mode, top_k=top_k)
+        # several collections are ranked as one library (app/store/library_ranking.py)
+        return await asyncio.to_thread(self.store.search_library, names, list(queries), vectors, mode=mode, top_k=top_k)
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (any collection), e.g. for the source viewer; in the order asked,

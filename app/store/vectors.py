@@ -16,6 +16,8 @@ The parts it is built from::
                        faster and more exactly than Milvus Lite scans them
     keyword_copy       on Milvus Lite 3.x, that copy's BM25 too, with the whole
                        collection's word statistics (3.x keeps them per segment)
+    word_stats         each collection's word statistics, for a BM25 ranking of
+                       several collections as one library (library_ranking)
 
 Here: the collections' bookkeeping (loaded, unflushed, which model built them), the
 locks, and how the dense index is built and searched on Lite and on a server.
@@ -32,7 +34,9 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +46,10 @@ from app.core.errors import CollectionNotFound, StoreError
 from app.core.models import Chunk, Hit
 from app.core.paths import AppPaths
 from app.core.settings import Settings
-from app.store import dense_cache
+from app.store import dense_cache, word_stats
 from app.store.bm25_analyzer import ANALYZER, STOP_WORDS
 from app.store.engine_move import MoveReport, finish_move, lite3_database_to_move, live_rows, start_move
+from app.store.library_ranking import one_ranking
 from app.store.milvus_connection import (
     connect,
     has_bm25,
@@ -70,6 +75,7 @@ from app.store.milvus_schema import (
     unit_vectors,
 )
 from app.store.milvus_search import SEARCH_MODES, SearchMode, literal, search_collection, search_with_copy
+from app.store.word_stats import LibraryWords
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +109,23 @@ SERVER_DENSE_SEARCH: dict[str, Any] = {"metric_type": "IP"}
 WRITE_BATCH = 512  # rows per insert call, well under gRPC's message limit
 QUERY_PAGE = 4096  # rows per page when reading ids (one query stops at 16384 rows)
 COPY_PAGE = 256  # rows per read while copying vectors (larger reads slow Milvus Lite down sharply)
+TEXT_PAGE = 1000  # chunk texts per page while counting a collection's words
+# a server's collections may be written by other people's Fathoms: their word statistics
+# are counted again when older than this
+SERVER_WORD_STATS_AGE = 300.0
+
+
+_collection_pool: ThreadPoolExecutor | None = None
+_collection_pool_lock = threading.Lock()
+
+
+def _collection_threads() -> ThreadPoolExecutor:
+    """Threads that search several collections at once (Milvus and faiss release the GIL)."""
+    global _collection_pool
+    with _collection_pool_lock:
+        if _collection_pool is None:
+            _collection_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fathom-collections")
+        return _collection_pool
 
 
 class VectorStore:
@@ -138,6 +161,9 @@ class VectorStore:
         self._copies: dict[str, dense_cache.DenseCache] | None = None
         if self._lite_path is not None and dense_cache.available():
             self._copies = dense_cache.acquire(self._lite_path)
+        # word statistics for ranking several collections as one (shared like the copies)
+        self._stats_place = self._lite_path or self.uri
+        self._word_stats = word_stats.acquire(self._stats_place)
 
     @classmethod
     def open(cls, settings: Settings, paths: AppPaths, *, token: str = "") -> VectorStore:
@@ -227,6 +253,7 @@ class VectorStore:
             self._unflushed.discard(mname)
             if self._copies is not None:
                 dense_cache.drop(self._copies, mname)
+            word_stats.drop(self._word_stats, mname)
 
     # -- writing --------------------------------------------------------------
 
@@ -242,9 +269,14 @@ class VectorStore:
         array = unit_vectors(vectors, dim)
         rows = [chunk_to_row(chunk, array[i]) for i, chunk in enumerate(chunks)]
         with self._write_lock:
+            stats = self._word_stats.get(mname)
+            if stats is not None:  # a chunk rewritten in place: its old words leave the statistics
+                stats.remove(self._texts_of(mname, [c.chunk_id for c in chunks]))
             for start in range(0, len(rows), WRITE_BATCH):
                 self._client.upsert(mname, rows[start : start + WRITE_BATCH], timeout=self._timeout)
             self._unflushed.add(mname)
+            if stats is not None:
+                stats.add([row["text"] for row in rows])
             if copy := self._copy(mname):
                 copy.upsert(
                     [c.chunk_id for c in chunks], [c.doc_id for c in chunks], array, [row["text"] for row in rows]
@@ -255,6 +287,10 @@ class VectorStore:
         with self._write_lock:
             if not self._client.has_collection(mname):
                 return
+            if (stats := self._word_stats.get(mname)) is not None:
+                self._ensure_loaded(mname)
+                by_doc = f"doc_id == {literal(doc_id)}"
+                stats.remove([str(row["text"]) for row in self._query_all(mname, by_doc, ["chunk_id", "text"])])
             self._client.delete(mname, filter=f"doc_id == {literal(doc_id)}", timeout=self._timeout)
             self._unflushed.add(mname)
             if copy := self._copy(mname):
@@ -266,6 +302,8 @@ class VectorStore:
         with self._write_lock:
             if not chunk_ids or not self._client.has_collection(mname):
                 return
+            if (stats := self._word_stats.get(mname)) is not None:
+                stats.remove(self._texts_of(mname, chunk_ids))
             for start in range(0, len(chunk_ids), 1000):
                 part = list(chunk_ids[start : start + 1000])
                 self._client.delete(mname, ids=part, timeout=self._timeout)
@@ -393,6 +431,59 @@ class VectorStore:
                 return [[] for _ in queries]
             raise
 
+    def search_library(
+        self,
+        names: Sequence[str],
+        queries: Sequence[str],
+        vectors: Sequence[Sequence[float]] | np.ndarray | None,
+        *,
+        mode: SearchMode = "hybrid",
+        top_k: int = 10,
+    ) -> list[list[Hit]]:
+        """:meth:`search` over several collections, ranked as if they were one
+        (:mod:`app.store.library_ranking`): each collection gives its candidates by
+        meaning and by keyword apart, ``max(2·top_k, 20)`` of each (the pool a hybrid
+        search fuses), all at once; the cosines are ranked as they are, the keyword
+        candidates scored again with the word statistics of all the collections, and
+        the two lists fused by reciprocal rank. Scores: as :meth:`search` gives them."""
+        if mode not in SEARCH_MODES:
+            raise StoreError(f"Unknown search mode '{mode}'.", "Use hybrid, dense or bm25.")
+        if not queries or not names:
+            return [[] for _ in queries]
+        pool = max(2 * top_k, 20)
+        keyworded = [n for n in names if mode != "dense" and self.has_keywords(n)]
+        # a bm25 search of a collection without keywords is answered by meaning, as search() does
+        lacking = [n for n in names if n not in keyworded]
+        by_meaning = list(names) if mode != "bm25" else (lacking if vectors is not None else [])
+        if by_meaning and vectors is None:
+            raise StoreError(f"Search mode '{mode}' needs one vector per query.")
+        sides = [(n, "dense") for n in by_meaning] + [(n, "bm25") for n in keyworded]
+        found = list(
+            _collection_threads().map(
+                lambda side: self.search(
+                    side[0], queries, vectors if side[1] == "dense" else None, mode=side[1], top_k=pool
+                ),
+                sides,
+            )
+        )
+        dense_lists, keyword_lists = found[: len(by_meaning)], found[len(by_meaning) :]
+        stats = [self.word_stats(n) for n in keyworded]
+        ready = [s for s in stats if s is not None]
+        library = LibraryWords.of(ready, queries) if keyworded and len(ready) == len(stats) else None
+        counted: dict[str, Counter[str]] = {}
+        return [
+            one_ranking(
+                query,
+                [hits[i] for hits in dense_lists],
+                [hits[i] for hits in keyword_lists],
+                library,
+                top_k=top_k,
+                pool=pool,
+                counted=counted,
+            )
+            for i, query in enumerate(queries)
+        ]
+
     def get_chunks(self, name: str, chunk_ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids, in the order asked (ids not found are left out)."""
         if not chunk_ids:
@@ -407,6 +498,55 @@ class VectorStore:
                 chunk = row_to_chunk(dict(row))
                 found[chunk.chunk_id] = chunk
         return [found[cid] for cid in chunk_ids if cid in found]
+
+    def has_keywords(self, name: str) -> bool:
+        """Whether a keyword (BM25) search of collection ``name`` is answered by keyword
+        (not on a server older than 2.5, nor for a collection made on one)."""
+        return self.keyword_search_available and self._has_keyword_field(name, self._require(name))
+
+    def word_stats(self, name: str) -> word_stats.WordStats | None:
+        """Collection ``name``'s word statistics (:mod:`app.store.word_stats`), for a
+        keyword ranking of several collections as one library; None while they are
+        being counted. A collection of fewer than :data:`dense_cache.MIN_ROWS` chunks
+        is counted here and now (a few tenths of a second); a larger one in the
+        background, from the first time it is asked for."""
+        mname = self._require(name)
+        self._ensure_loaded(mname)
+        stats = self._word_stats.get(mname)
+        stale = stats is not None and stats.ready and time.monotonic() - stats.counted_at > SERVER_WORD_STATS_AGE
+        if stale and not self.is_lite:
+            word_stats.drop(self._word_stats, mname)  # others may have written to it since
+            stats = None
+        if stats is None:
+            large = self.count(name) >= dense_cache.MIN_ROWS
+            stats = word_stats.start_counting(
+                self._word_stats, mname, lambda: self._text_pages(mname), background=large
+            )
+            if large:
+                log.info("counting the words of %s for searches over several collections", mname)
+        return stats if stats.ready else None
+
+    def _text_pages(self, mname: str) -> Iterator[list[str]]:
+        page: list[str] = []
+        for row in self._query_all(mname, 'doc_id != ""', ["chunk_id", "text"]):
+            if self._closed:
+                return
+            page.append(str(row["text"]))
+            if len(page) >= TEXT_PAGE:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def _texts_of(self, mname: str, chunk_ids: Sequence[str]) -> list[str]:
+        """The texts of those of these chunks that are stored (for the word statistics)."""
+        self._ensure_loaded(mname)
+        texts: list[str] = []
+        unique = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(unique), 1000):
+            rows = self._client.get(mname, ids=unique[start : start + 1000], output_fields=["text"])
+            texts.extend(str(row["text"]) for row in rows)
+        return texts
 
     def sample_chunks(self, name: str, n: int = 8) -> list[Chunk]:
         """Up to ``n`` chunks spread over the collection (by chunk_no 0 first)."""
@@ -435,6 +575,7 @@ class VectorStore:
         finally:
             if self._copies is not None and self._lite_path is not None:
                 dense_cache.release(self._lite_path)
+            word_stats.release(self._stats_place)
             if self._lite_path is None:
                 self._client.close()
             else:  # the connection is shared with the path's other stores: closed with the last

@@ -210,7 +210,7 @@ def report(label: str, per_call: list[float], batch: int) -> dict[str, float]:
 
 
 def bench_size(
-    n: int, calls: int, workdir: Path, seed: int, random_vectors: bool, real: int
+    n: int, calls: int, workdir: Path, seed: int, random_vectors: bool, real: int, split: float = 0.0
 ) -> dict[str, dict[str, float]]:
     rng = np.random.default_rng(seed)
     texts = corpus_texts(n, rng)
@@ -285,6 +285,8 @@ def bench_size(
     try:
         run_modes("milvus_lite", ("dense", "bm25", "hybrid"))
         results["agreement"] = agreement(store, questions, qvecs, matrix, bm25)
+        if split:
+            results.update(bench_split(store, split, texts, matrix, questions, qvecs, bm25, calls))
         if copy is not None:  # the same searches without the copy: Milvus Lite's own scan
             dense_cache.drop(store._copies or {}, milvus_name("bench"))
             run_modes("milvus_scan", ("dense", "hybrid"))
@@ -307,6 +309,110 @@ def bench_size(
 
             results[f"numpy/{mode}/{batch}"] = report(f"numpy brute force {mode}", timed(brute, calls), batch)
     return results
+
+
+def write_parts(store: VectorStore, parts: dict[str, range], texts: list[str], matrix: np.ndarray) -> None:
+    for name, rows in parts.items():
+        store.ensure_collection(name, DIM, "random-unit-vectors")
+        for s in range(rows.start, rows.stop, 2000):
+            chunks = [
+                Chunk(f"c{i}", f"d{i // 20}", name, f"/bench/doc{i // 20}.md", texts[i], chunk_no=i % 20)
+                for i in range(s, min(rows.stop, s + 2000))
+            ]
+            store.insert(name, chunks, matrix[s : s + len(chunks)])
+        store.flush(name)
+
+
+def wait_for_library(store: VectorStore, names: list[str]) -> float:
+    """Seconds until each collection's in-memory copy and word statistics are ready."""
+    start = time.perf_counter()
+    for name in names:
+        store.word_stats(name)
+        mname = milvus_name(name)
+        for ready in (store._word_stats.get(mname), store._copy(mname)):
+            if ready is not None and not ready.wait_ready(600):
+                raise SystemExit(f"{name}: not ready within 10 minutes")
+    return time.perf_counter() - start
+
+
+def bench_split(
+    store: VectorStore,
+    split: float,
+    texts: list[str],
+    matrix: np.ndarray,
+    questions: list[str],
+    qvecs: np.ndarray,
+    bm25: NumpyBM25,
+    calls: int,
+) -> dict[str, dict[str, float]]:
+    """The same rows in two collections (the last ``split`` of them in the small one),
+    searched together: latency, and agreement with the exact answer over all the rows
+    (numpy), as one library should rank them; beside it the old merge of each
+    collection's own hybrid scores."""
+    n = len(texts)
+    cut = n - max(1, int(n * split))
+    parts = {"part_big": range(0, cut), "part_small": range(cut, n)}
+    names = list(parts)
+    start = time.perf_counter()
+    write_parts(store, parts, texts, matrix)
+    written = time.perf_counter() - start
+    ready = wait_for_library(store, names)
+    print(
+        f"\n  -- the same rows in two collections ({cut:,} + {n - cut:,}): written in {written:.1f} s, "
+        f"copies and word statistics ready {ready:.1f} s later",
+        flush=True,
+    )
+    results: dict[str, dict[str, float]] = {"split_open": {"written_s": written, "ready_s": ready}}
+    for mode in ("dense", "bm25", "hybrid"):
+        for batch in (1, BATCH):
+
+            def run(i: int, mode: str = mode, batch: int = batch) -> object:
+                pick = [(i * batch + j) % BATCH for j in range(batch)]
+                return store.search_library(
+                    names,
+                    [questions[j] for j in pick],
+                    qvecs[pick],
+                    mode=mode,
+                    top_k=TOP_K,  # type: ignore[arg-type]
+                )
+
+            results[f"split/{mode}/{batch}"] = report(f"two collections {mode}", timed(run, calls), batch)
+    pool = max(2 * TOP_K, 20)
+    exact = {
+        "dense": numpy_dense(matrix, qvecs, TOP_K),
+        "bm25": bm25.search(questions, TOP_K),
+        "hybrid": [
+            rrf([d, s], TOP_K)
+            for d, s in zip(numpy_dense(matrix, qvecs, pool), bm25.search(questions, pool), strict=True)
+        ],
+    }
+    out: dict[str, float] = {}
+    for mode, want in exact.items():
+        got = store.search_library(names, questions, qvecs, mode=mode, top_k=TOP_K)  # type: ignore[arg-type]
+        out[f"{mode}_overlap_at_{TOP_K}"] = overlap([[int(h.chunk.chunk_id[1:]) for h in hits] for hits in got], want)
+    # before: each collection's own hybrid (RRF) scores merged as if comparable
+    each = [store.search(name, questions, qvecs, mode="hybrid", top_k=TOP_K) for name in names]
+    merged = [sorted((h for found in each for h in found[i]), key=lambda h: -h.score)[:TOP_K] for i in range(BATCH)]
+    out[f"merged_hybrid_overlap_at_{TOP_K}"] = overlap(
+        [[int(h.chunk.chunk_id[1:]) for h in hits] for hits in merged], exact["hybrid"]
+    )
+    print(
+        f"  two collections ranked as one, top-{TOP_K} overlap with exact numpy over all rows: dense "
+        f"{out['dense_overlap_at_10']:.2f}, BM25 {out['bm25_overlap_at_10']:.2f}, hybrid "
+        f"{out['hybrid_overlap_at_10']:.2f} (each collection's own hybrid scores merged: "
+        f"{out['merged_hybrid_overlap_at_10']:.2f})",
+        flush=True,
+    )
+    results["split_agreement"] = out
+    for name in names:
+        store.drop_collection(name)
+    return results
+
+
+def overlap(got: list[list[int]], want: list[np.ndarray]) -> float:
+    return float(
+        np.mean([len(set(g) & set(w.tolist())) / max(1, min(TOP_K, len(w))) for g, w in zip(got, want, strict=True)])
+    )
 
 
 def agreement(
@@ -347,6 +453,12 @@ def main() -> int:
     parser.add_argument("--real", type=int, default=1000, help="rows with real embeddings (default 1000)")
     parser.add_argument("--dense-index", help="e.g. FLAT, IVF_FLAT, HNSW (default: Fathom's choice per engine)")
     parser.add_argument(
+        "--split",
+        type=float,
+        default=0.1,
+        help="also search the rows split in two collections, this share in the small one (0: not)",
+    )
+    parser.add_argument(
         "--also", action="append", default=[], metavar="PYTHON", help="run it in this interpreter too, side by side"
     )
     args = parser.parse_args()
@@ -373,7 +485,8 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="fathom-bench-"))
     try:
         figures = {
-            str(n): bench_size(n, args.calls, workdir, args.seed, args.random_vectors, args.real) for n in args.sizes
+            str(n): bench_size(n, args.calls, workdir, args.seed, args.random_vectors, args.real, args.split)
+            for n in args.sizes
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -394,6 +507,7 @@ def compare(args: argparse.Namespace) -> int:
     runs: dict[str, list[dict[str, object]]] = {}
     workdir = Path(tempfile.mkdtemp(prefix="fathom-bench-compare-"))
     passed = ["--calls", str(args.calls), "--seed", str(args.seed), "--real", str(args.real)]
+    passed += ["--split", str(args.split)]
     passed += ["--random-vectors"] if args.random_vectors else []
     passed += ["--dense-index", args.dense_index] if args.dense_index else []
     try:
@@ -450,6 +564,16 @@ def print_table(runs: dict[str, list[dict[str, object]]]) -> None:
                 f"| {cell(figures, f'milvus_lite/dense/{BATCH}', False)} "
                 f"| {cell(figures, f'milvus_lite/bm25/{BATCH}', False)} | {open_s} |"
             )
+            if "split_agreement" in figures:
+                split = figures["split_agreement"]
+                print(
+                    f"| {int(n):,} | the same rows as two collections (90% + 10%) ranked as one: hybrid agreement "
+                    f"{split['hybrid_overlap_at_10']:.2f} (each collection's own scores merged: "
+                    f"{split['merged_hybrid_overlap_at_10']:.2f}) | {split['dense_overlap_at_10']:.2f} "
+                    f"| {split['bm25_overlap_at_10']:.2f} | {cell(figures, 'split/hybrid/1')} "
+                    f"| {cell(figures, f'split/hybrid/{BATCH}')} | {cell(figures, f'split/dense/{BATCH}', False)} "
+                    f"| {cell(figures, f'split/bm25/{BATCH}', False)} | |"
+                )
             print(
                 f"| {int(n):,} | numpy brute force (same process) | 1 | 1 | {cell(figures, 'numpy/hybrid/1')} "
                 f"| {cell(figures, f'numpy/hybrid/{BATCH}')} | {cell(figures, f'numpy/dense/{BATCH}', False)} "
