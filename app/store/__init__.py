@@ -3,7 +3,8 @@
 - ``vectors``: VectorStore, the one way in to Milvus, built from
   ``milvus_connection``, ``milvus_schema``, ``milvus_search`` and ``bm25_analyzer``;
   ``dense_cache`` and ``keyword_copy`` keep a large collection's vectors (and on
-  Milvus Lite 3.x its BM25) in memory for search.
+  Milvus Lite 3.x its BM25) in memory for search; ``word_stats`` counts each
+  collection's words, so that ``library_ranking`` ranks several collections as one.
 - ``catalog``: the library's SQLite record (collections, documents, ingest runs).
 - ``ledger``: the only writer of document and collection state across both stores;
   ``consistency`` compares the two; ``disk_room`` checks each write leaves room on disk.
