@@ -160,6 +160,14 @@ class SentenceSupport:
     sentences: int = 0
     cited: int = 0
     flagged: int = 0
+    # what checked the cited sentences, as the header says it ("word and meaning overlap");
+    # empty: nothing independent of the writer did (a partial report, or one from an older Fathom)
+    checked_by: str = ""
+
+    @property
+    def supported(self) -> int:
+        """Cited sentences the check did not flag."""
+        return max(0, self.cited - self.flagged)
 
     @property
     def share(self) -> float:

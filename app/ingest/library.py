@@ -22,6 +22,8 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
 from app.core.errors import CollectionNotFound, StoreError
 from app.core.events import IngestEvent, IngestProgress, IngestStarted
 from app.core.models import Chunk, Collection, Document, Hit
@@ -405,6 +407,13 @@ class Library:
     ) -> list[list[Hit]]:
         """Search ``collections`` (all by default) for every query; result i answers query i."""
         return await self._retriever.search(queries, collections=collections, mode=mode, top_k=top_k)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors of ``texts`` by the embedding model in use (what the claim check
+        compares a report's sentences with their passages by)."""
+        embedder = await asyncio.to_thread(self.embedder)
+        loop = asyncio.get_running_loop()
+        return np.asarray(await loop.run_in_executor(self._embed_executor, embedder.embed, texts), dtype=np.float32)
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in the order asked; ids not found left out."""

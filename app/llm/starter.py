@@ -39,3 +39,11 @@ def starter_model_path() -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def is_starter(model: object) -> bool:
+    """Whether ``model`` (a chat model) is the starter: named so, or running its file."""
+    if getattr(model, "model_name", "") == STARTER_NAME:
+        return True
+    path = getattr(model, "model_path", None)
+    return isinstance(path, Path) and path.name == STARTER_FILE

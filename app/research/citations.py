@@ -208,22 +208,57 @@ def citation_pairs(markdown: str) -> list[Citation]:
 
 
 def flag_unsupported(markdown: str, citations: Sequence[Citation]) -> str:
-    """Mark each sentence whose citation was judged unsupported or contradicted."""
-    bad: dict[str, list[int]] = {}
+    """Mark each sentence whose citation was judged unsupported or contradicted, with
+    the check's reason where it gave one: "⚠ *(not supported by [3] — “1899” is not in
+    its source)*"."""
+    bad: dict[str, list[Citation]] = {}
     for citation in citations:
         if citation.supported is False:
-            bad.setdefault(citation.sentence, []).append(citation.number)
+            bad.setdefault(citation.sentence, []).append(citation)
     if not bad:
         return markdown
 
     def flag(sentence: Sentence, text: str) -> str:
-        numbers = [n for n in bad.get(sentence.claim, []) if n in sentence.numbers]
-        if not numbers:
+        flagged = [c for c in bad.get(sentence.claim, []) if c.number in sentence.numbers]
+        if not flagged:
             return text
-        refs = ", ".join(f"[{n}]" for n in numbers)
-        return f"{text} {UNSUPPORTED_MARK} *(not supported by {refs})*"
+        refs = ", ".join(f"[{n}]" for n in dict.fromkeys(c.number for c in flagged))
+        reason = next((_reason(c.note) for c in flagged if _reason(c.note)), "")
+        # " — ", not ":": "[3]:" would read as a Markdown link definition, not a citation
+        return f"{text} {UNSUPPORTED_MARK} *(not supported by {refs}{' — ' + reason if reason else ''})*"
 
     return _map_sentences(markdown, flag)
+
+
+# a verdict that is a word, not a reason
+_PLAIN_VERDICTS = frozenset({"", "supported", "unsupported", "contradicted", "not checked"})
+
+
+def _reason(note: str) -> str:
+    """A check's note as the reason in a flag (no brackets or parentheses: they would end it)."""
+    if note in _PLAIN_VERDICTS:
+        return ""
+    return " ".join(re.sub(r"[()\[\]*]", "", note).split())
+
+
+def without_flagged(markdown: str) -> str:
+    """The report without its flagged sentences (what a short answer may rest on)."""
+    kept: list[str] = []
+    for line, prose in _prose_lines(markdown):
+        if not prose or UNSUPPORTED_MARK not in line:
+            kept.append(line)
+            continue
+        prefix, parts = _split_line(line)
+        pieces = [p for p in parts[::2] if p.strip()]
+        out = []
+        for i, piece in enumerate(pieces):
+            following = pieces[i + 1] if i + 1 < len(pieces) else ""
+            flagged = _FLAG.search(piece) or following.startswith(UNSUPPORTED_MARK)
+            if not flagged and not piece.startswith(UNSUPPORTED_MARK):
+                out.append(piece)
+        if out:
+            kept.append(prefix + " ".join(out))
+    return "\n".join(kept)
 
 
 # the flag as it reads once rendered (its Markdown emphasis gone)
@@ -264,8 +299,9 @@ def _without_flags(text: str) -> str:
     return " ".join(_FLAG.sub(" ", text).split())
 
 
-def sentence_support(markdown: str, citations: Sequence[Citation] = ()) -> SentenceSupport:
-    """How many of the report's prose sentences cite a source, and how many are flagged.
+def sentence_support(markdown: str, citations: Sequence[Citation] = (), checked_by: str = "") -> SentenceSupport:
+    """How many of the report's prose sentences cite a source, and how many are flagged;
+    ``checked_by``: what checked them (empty: nothing independent of the writer).
 
     Only the report's own text counts (not the engine's Sources and Open questions;
     headings, tables, quotes and code are not sentences). A sentence is flagged
@@ -290,13 +326,22 @@ def sentence_support(markdown: str, citations: Sequence[Citation] = ()) -> Sente
         trailing = UNSUPPORTED_MARK in sentence.text and not sentence.text.startswith(UNSUPPORTED_MARK)
         last_flagged = trailing or any((claim, n) in bad for n in numbers)
         flagged += last_flagged
-    return SentenceSupport(sentences=total, cited=cited, flagged=flagged)
+    return SentenceSupport(sentences=total, cited=cited, flagged=flagged, checked_by=checked_by)
 
 
 def support_headline(support: SentenceSupport) -> str:
-    """ "N of M sentences cited, K flagged" — the report's header."""
+    """The report's header: "7 of 9 sentences supported, 2 flagged (checked by word and
+    meaning overlap)" once an independent check ran; otherwise the cited sentences are
+    counted and the report says it is not verified ("5 of 9 sentences cited, not
+    verified"), never "0 flagged"."""
     noun = "sentence" if support.sentences == 1 else "sentences"
-    return f"{support.cited} of {support.sentences} {noun} cited, {support.flagged} flagged"
+    if not support.checked_by:
+        return f"{support.cited} of {support.sentences} {noun} cited, not verified"
+    parts = [f"{support.supported} of {support.sentences} {noun} supported", f"{support.flagged} flagged"]
+    uncited = support.sentences - support.cited
+    if uncited:
+        parts.append(f"{uncited} {'cites' if uncited == 1 else 'cite'} no source")
+    return ", ".join(parts) + f" (checked by {support.checked_by})"
 
 
 def mark_uncited(markdown: str, mark: str) -> str:

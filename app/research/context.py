@@ -30,7 +30,8 @@ Searching the library is the context's own (``collections``, ``plan_subquery``,
 (room for document text per prompt, default 6000), ``report_max_tokens``
 (default 900), ``report_share`` (share of ``max_seconds`` kept for writing the
 report, default 0.2), ``short_answer`` (also extract ``Report.answer``, for
-benchmarks).
+benchmarks), ``model_votes`` (the research model's verdict joins the claim check;
+default: unless it is the starter model).
 
 A typical mode::
 
@@ -53,6 +54,7 @@ from app.core.events import ROOT_NODE, EvidenceAdded, ResearchEvent, RoundStarte
 from app.core.models import Budget, Chunk, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
 from app.ingest.library import Library
 from app.llm.base import ChatModel
+from app.llm.starter import is_starter
 from app.research import follow_up
 from app.research.budget import REPORT_SHARE, BudgetTracker, RunAccount
 from app.research.evidence import EvidenceRegistry
@@ -118,6 +120,10 @@ class RunContext:
             self.account,
             options=self.options,
             prompt_chars=self.prompt_chars,
+            embed=library.embed,
+            # the research model's verdict is one more vote, unless it is the starter (a 135M
+            # model passes nearly every claim); options["model_votes"] decides for benchmarks
+            model_votes=bool(self.options.get("model_votes", not is_starter(model))),
         )
         self.open_questions: list[str] = []
         self.source_view: SourceView = FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it

@@ -30,6 +30,7 @@ from app.research import citations as cit
 from app.research import follow_up, phases, prompts
 from app.research.budget import RunAccount, describe_stop
 from app.research.citation_check import check_citations
+from app.research.claim_check import ClaimCheck, Embed, check_claims, with_model_vote
 from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
 from app.research.run_events import RunEvents
@@ -197,10 +198,12 @@ def finish_report(
     checked: Sequence[Citation],
     open_questions: Sequence[str],
     earlier: int = 0,
+    checked_by: str = "",
 ) -> tuple[str, tuple[Evidence, ...], tuple[Citation, ...], SentenceSupport]:
     """The report's final Markdown (``text``, then Sources and Open questions), its
     evidence and checked citations, all renumbered so the cited sources are 1, 2, …
-    in order of first citation, and its sentence counts (see the module).
+    in order of first citation, and its sentence counts (see the module); ``checked_by``:
+    what checked the sentences (empty: nothing independent of the writer).
 
     A follow-up's evidence 1..``earlier`` (its thread's) keeps its numbers; its new
     evidence is numbered after it, cited first."""
@@ -221,7 +224,7 @@ def finish_report(
         + _open_questions_section(open_questions)
         + "\n"
     )
-    return markdown, renumbered, citations, cit.sentence_support(markdown, citations)
+    return markdown, renumbered, citations, cit.sentence_support(markdown, citations, checked_by)
 
 
 def _renumbered(registry: EvidenceRegistry, final: Sequence[Evidence], numbers: Sequence[int]) -> tuple[int, ...]:
@@ -277,8 +280,12 @@ class ReportWriter:
         *,
         options: Mapping[str, Any],
         prompt_chars: int,
+        embed: Embed | None = None,
+        model_votes: bool = True,
     ) -> None:
         self.question = question
+        self.embed = embed  # the library's embedding model: the claim check's sense of meaning
+        self.model_votes = model_votes  # False: the research model is too small to judge (the starter)
         self.evidence = evidence
         self.calls = calls
         self.events = events
@@ -347,11 +354,8 @@ class ReportWriter:
             self.events.notice(f"Attached {bound} citation(s) to sentences that restate a source.")
 
         pairs = cit.citation_pairs(body)
-        checked = (
-            await check_citations(self.calls, self.events, pairs, self.evidence.text, self.prompt_chars)
-            if pairs
-            else []
-        )
+        check = await self._check(pairs)
+        checked = list(check.citations)
         for citation in checked:
             self.events.emit(CitationChecked(run_id=run_id, citation=citation))
         body = cit.flag_unsupported(body, checked)
@@ -369,16 +373,17 @@ class ReportWriter:
         questions = _dedup(questions)
 
         markdown, evidence, citations, support = finish_report(
-            head + body, self.evidence.all(), checked, questions, self.evidence.earlier
+            head + body, self.evidence.all(), checked, questions, self.evidence.earlier, check.checked_by
         )
         answer_from: list[int] = []
         if not answer and self.options.get("short_answer") and len(self.evidence):
+            trusted = cit.without_flagged(body)  # the short answer never rests on a flagged sentence
             if findings:  # the report quotes the passages it rests on: it is all the answer reads
                 answer_from = [n for n, _ in findings]
-                answer = await self._short_answer(body, ())
+                answer = await self._short_answer(trusted, ())
             else:
                 answer_from = self._answer_sources(body, [n for n, _ in sources], checked)
-                answer = await self._short_answer(body, answer_from)
+                answer = await self._short_answer(trusted, answer_from)
         return Report(
             markdown=markdown,
             evidence=evidence,
@@ -390,6 +395,19 @@ class ReportWriter:
             written_from=_renumbered(self.evidence, evidence, [n for n, _ in sources]),
             answer_from=_renumbered(self.evidence, evidence, answer_from),
         )
+
+    async def _check(self, pairs: Sequence[Citation]) -> ClaimCheck:
+        """Every cited sentence checked against its passages by the independent check
+        (:mod:`app.research.claim_check`: names, numbers, words and meaning), with the
+        research model's verdicts as one more vote where the model is up to judging."""
+        if not pairs:
+            return ClaimCheck((), {}, "")
+        self.events.phase(phases.CHECK, phases.checking(len(pairs)), node_id=REPORT_NODE)
+        check = await check_claims(pairs, self.evidence.text, self.embed)
+        if self.model_votes:
+            votes = await check_citations(self.calls, self.events, pairs, self.evidence.text, self.prompt_chars)
+            check = with_model_vote(check, votes)
+        return check
 
     async def _findings(self, view: SourceView) -> list[tuple[int, str]]:
         """Bind the report to its passages before writing: ONE structured call picks,

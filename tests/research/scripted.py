@@ -19,6 +19,7 @@ Every call costs ``prompt_tokens`` + ``completion_tokens``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,13 @@ def make_chunk(chunk_id: str, text: str, *, collection: str = "docs", path: str 
     )
 
 
+@functools.cache
+def _minilm() -> Any:
+    from app.ingest.embedder import OnnxMiniLMEmbedder
+
+    return OnnxMiniLMEmbedder()
+
+
 @dataclass
 class MemoryLibrary:
     """Word-overlap search over chunks held in memory; records every search call."""
@@ -182,6 +190,10 @@ class MemoryLibrary:
 
     async def indexing(self) -> list[Any]:
         return []  # nothing is being indexed in memory
+
+    async def embed(self, texts: list[str]) -> Any:
+        """The real embedding model (the claim check compares meanings with it)."""
+        return await asyncio.to_thread(_minilm().embed, texts)
 
     async def search(
         self,

@@ -267,22 +267,53 @@ async def test_an_instruction_planted_in_a_document_does_not_steer_the_run() -> 
     assert any(isinstance(c, Call) and "<document" in c.prompt for c in model.calls)
 
 
-async def test_citation_check_flags_unsupported_sentences_in_report_and_events() -> None:
-    # each sentence restates the source it cites (evidence 1 is c3, 2 is c1), so no
-    # citation is added to it; the check (scripted) rejects the second
-    text = "Milvus scales to billions of vectors [1]. Milvus is an open-source vector database for search [2]."
-    model = ScriptedModel(script(citation_check=verdicts("supported", "unsupported")), text=text)
+async def test_the_claim_check_flags_a_wrong_name_whatever_the_writer_model_says() -> None:
+    # each sentence cites the source it restates (evidence 1 is c3, 2 is c1); the second
+    # names a maker its source never mentions. The model (scripted) passes both: its vote
+    # cannot pass a sentence the independent check rejects
+    text = "Milvus scales to billions of vectors [1]. Milvus is an open-source vector database made by Oracle [2]."
+    model = ScriptedModel(script(citation_check=verdicts("supported", "supported")), text=text)
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
     checked = [e.citation for e in of(events, CitationChecked)]
     assert [(c.number, c.supported) for c in checked] == [(1, True), (2, False)]
-    assert [e.chunk_id for e in events[-1].report.evidence][:2] == ["c3", "c1"]
-    markdown = events[-1].report.markdown
-    flagged = next(line for line in markdown.splitlines() if "open-source" in line)
-    assert "⚠" in flagged and "not supported by [2]" in flagged
-    assert "not supported by [1]" not in markdown
-    assert any("not supported" in q for q in events[-1].report.open_questions)
-    statuses = {e.number: e.status.value for e in events[-1].report.evidence}
+    assert checked[1].note == "“Oracle” is not in its source"
+    report = events[-1].report
+    assert [e.chunk_id for e in report.evidence][:2] == ["c3", "c1"]
+    flagged = next(line for line in report.markdown.splitlines() if "open-source" in line)
+    assert "⚠ *(not supported by [2] — “Oracle” is not in its source)*" in flagged
+    assert "not supported by [1]" not in report.markdown
+    assert any("not supported" in q for q in report.open_questions)
+    statuses = {e.number: e.status.value for e in report.evidence}
     assert statuses[1] == "supporting" and statuses[2] == "unverified"
+    assert report.support is not None
+    assert report.support.checked_by == "word and meaning overlap and the research model"
+    assert (report.support.supported, report.support.flagged) == (1, 1)
+
+
+async def test_the_research_models_vote_flags_only_a_weakly_supported_sentence() -> None:
+    # the first restates its source word for word: firm, kept whatever the vote; the second
+    # adds a comparison its source does not make: supported only weakly, so the vote counts
+    text = (
+        "Milvus scales to billions of vectors [1]. "
+        "Milvus scales to billions of vectors, more than rival engines manage [1]."
+    )
+    model = ScriptedModel(script(citation_check=verdicts("unsupported", "unsupported")), text=text)
+    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
+    checked = [e.citation for e in of(events, CitationChecked)]
+    assert [c.supported for c in checked] == [True, False]
+    assert checked[1].note == "the research model finds its source does not say this"
+
+
+async def test_a_model_too_small_to_judge_is_not_asked_and_the_header_says_so() -> None:
+    text = "Milvus scales to billions of vectors [1]. Milvus is an open-source vector database made by Oracle [2]."
+    model = ScriptedModel(script(), text=text)
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options={"model_votes": False})
+    )
+    assert not model.calls_for("citation_check")
+    report = events[-1].report
+    assert report.support is not None and report.support.checked_by == "word and meaning overlap"
+    assert [c.supported for c in report.citations] == [True, False]
 
 
 async def test_each_chunk_is_judged_once_per_run() -> None:

@@ -21,7 +21,11 @@ from app.research.citations import SOURCES_HEADING
 
 pytestmark = pytest.mark.slow
 
-HEADER = re.compile(r"^\*\d+ of \d+ sentences? cited, \d+ flagged\*$")
+# the support header of a report checked independently (the starter is not asked to vote)
+HEADER = re.compile(
+    r"^\*\d+ of \d+ sentences? supported, \d+ flagged(, \d+ cites? no source)? "
+    r"\(checked by word and meaning overlap\)\*$"
+)
 
 
 def fathom(*args: str) -> subprocess.CompletedProcess[str]:

@@ -56,8 +56,16 @@ def test_sentences_of_the_text_are_counted_not_the_engines_sections() -> None:
     support = sentence_support(REPORT)
     # four sentences and two list items; the table, the code and Sources/Open questions are not sentences
     assert support == SentenceSupport(sentences=5, cited=3, flagged=0)
-    assert support_headline(support) == "3 of 5 sentences cited, 0 flagged"
-    assert support_headline(SentenceSupport(1, 1, 0)) == "1 of 1 sentence cited, 0 flagged"
+    # nothing independent of the writer checked it: never "0 flagged"
+    assert support_headline(support) == "3 of 5 sentences cited, not verified"
+    assert support_headline(SentenceSupport(1, 1, 0)) == "1 of 1 sentence cited, not verified"
+    checked = sentence_support(REPORT, checked_by="word and meaning overlap")
+    assert support_headline(checked) == (
+        "3 of 5 sentences supported, 0 flagged, 2 cite no source (checked by word and meaning overlap)"
+    )
+    assert support_headline(SentenceSupport(9, 9, 2, "word and meaning overlap")) == (
+        "7 of 9 sentences supported, 2 flagged (checked by word and meaning overlap)"
+    )
     assert sentence_support("") == SentenceSupport(0, 0, 0) and SentenceSupport().share == 0.0
 
 
@@ -121,10 +129,11 @@ def test_finish_report_with_nothing_cited_lists_no_source() -> None:
 
 async def test_a_deep_run_numbers_its_sources_as_its_report_cites_them() -> None:
     question = "What is Milvus and how does it compare with other vector databases?"
-    # the second chunk found is cited first; one sentence cites nothing
+    # the second chunk found (c1) is cited first; the second sentence names what its source
+    # (c3) does not; one sentence cites nothing
     text = (
-        "Milvus combines dense vectors with BM25 full text search [2]. "
-        "Milvus is an open-source vector database [1]. "
+        "Milvus is an open-source vector database built for similarity search [2]. "
+        "Milvus scales to billions of vectors, as Oracle does [1]. "
         "Bananas grow in the tropics."
     )
     script = {
@@ -153,6 +162,7 @@ async def test_a_deep_run_numbers_its_sources_as_its_report_cites_them() -> None
     listed = [int(n) for n in re.findall(r"^- \[(\d+)\]", tail, re.M)]
     assert listed == [1, 2]  # only the cited, once each
     assert {c.number for c in report.citations} == {1, 2}
-    assert report.support == sentence_support(report.markdown, report.citations)
-    assert report.support == SentenceSupport(sentences=3, cited=2, flagged=1)
+    checked_by = "word and meaning overlap and the research model"
+    assert report.support == sentence_support(report.markdown, report.citations, checked_by)
+    assert report.support == SentenceSupport(sentences=3, cited=2, flagged=1, checked_by=checked_by)
     assert "⚠" in body

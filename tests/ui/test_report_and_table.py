@@ -127,7 +127,8 @@ def test_an_unsupported_citation_is_struck_in_its_sentence_and_an_unknown_one_ev
     view.mark_citation(2, True, "", "A listed claim that holds.")
     view.flush()
     assert view.unsupported_citations() == {2: "the source says otherwise", 7: "No source with this number."}
-    assert "Another claim [2]. ⚠ (not supported by [2])" in view.toPlainText()  # flagged as the final report is
+    # flagged as the final report is, with the checker's reason
+    assert "Another claim [2]. ⚠ (not supported by [2] — the source says otherwise)" in view.toPlainText()
     assert struck_citations(view) == [
         (1, False),
         (2, True),  # the unsupported sentence…

@@ -89,10 +89,11 @@ def test_a_finished_report_has_its_header_and_marks_every_uncited_sentence(qtbot
     qtbot.addWidget(view)
     view.resize(700, 500)
     view.show()
-    support = sentence_support(REPORT, CITATIONS)
-    assert support == SentenceSupport(sentences=4, cited=3, flagged=1)
+    support = sentence_support(REPORT, CITATIONS, "word and meaning overlap")
+    assert support == SentenceSupport(sentences=4, cited=3, flagged=1, checked_by="word and meaning overlap")
     view.show_finished(REPORT, known={1, 2, 3, 4}, citations=CITATIONS, support=support, consulted=EVIDENCE[2:])
-    assert view.header_text() == "3 of 4 sentences cited, 1 flagged" == _first_block(view)
+    header = "2 of 4 sentences supported, 1 flagged, 1 cites no source (checked by word and meaning overlap)"
+    assert view.header_text() == header == _first_block(view)
     shown = view.toPlainText()
     # the one uncited sentence is marked, and nothing else
     assert view.uncited_marks() == 1 and f"Some readers like it. {UNCITED_MARK}" in shown
@@ -134,8 +135,9 @@ def test_also_consulted_is_collapsed_until_clicked_and_its_sources_open(qtbot: A
 
 
 def test_the_export_lists_the_cited_sources_once_and_the_rest_only_when_asked(qapp: Any, tmp_path: Path) -> None:
+    # a report whose check is not known (no support recorded) is not called verified
     text = report_markdown(ReportContent("What is Milvus?", REPORT, tuple(EVIDENCE)))
-    assert "*3 of 4 sentences cited, 1 flagged*" in text
+    assert "*3 of 4 sentences cited, not verified*" in text
     assert text.count("## Sources") == 1 and "## Open questions" in text
     assert re.findall(r"^- \[(\d+)\]", text, re.M) == ["1", "2"]
     assert "Bananas" not in text and "Also consulted" not in text
@@ -144,7 +146,7 @@ def test_the_export_lists_the_cited_sources_once_and_the_rest_only_when_asked(qa
     assert full.index("## Also consulted") < full.index("[3] **Bananas**")
     path = export_report(tmp_path / "report.pdf", "What is Milvus?", REPORT, EVIDENCE)
     pdf = _pdf_text(path)
-    assert "3 of 4 sentences cited, 1 flagged" in pdf and "Bananas" not in pdf
+    assert "3 of 4 sentences cited, not verified" in pdf and "Bananas" not in pdf
 
 
 def _pdf_text(path: Path) -> str:
@@ -200,7 +202,8 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         assert isinstance(final, Finished), final
         report = final.report
         support = report.support
-        assert support is not None and support == sentence_support(report.markdown, report.citations)
+        assert support is not None
+        assert support == sentence_support(report.markdown, report.citations, "word and meaning overlap")
         assert support.sentences >= 1
 
         # the report's numbering: the cited sources are 1..C in order of first citation,
@@ -233,7 +236,7 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         # exported as the window exports it (the shown text and the run's evidence)
         def export(name: str, **kwargs: Any) -> Path:
             evidence = list(reopened.evidence.values())
-            return export_report(tmp_path / name, QUESTION, again.markdown_text(), evidence, **kwargs)
+            return export_report(tmp_path / name, QUESTION, again.markdown_text(), evidence, support=support, **kwargs)
 
         md = export("report.md").read_text(encoding="utf-8")
         assert f"*{header}*" in md and md.count("## Sources") == 1
