@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from app.core.models import Evidence, SentenceSupport
+from app.core.models import Evidence, Provenance, SentenceSupport
 from app.export.content import ReportContent
 from app.export.exporter import export
 from app.ui.exporters import render_pdf
@@ -20,7 +20,8 @@ def export_report(
     *,
     include_consulted: bool = False,
     support: SentenceSupport | None = None,
+    provenance: Provenance | None = None,
 ) -> Path:
     """Write the report in the format ``path``'s suffix names (.md, .html, .pdf)."""
-    content = ReportContent(question, markdown, tuple(evidence), support=support)
+    content = ReportContent(question, markdown, tuple(evidence), support=support, provenance=provenance)
     return export(content, path, include_consulted=include_consulted, pdf=render_pdf)

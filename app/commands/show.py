@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from app.core.events import event_to_dict
     from app.research.budget import describe_stop
     from app.research.citations import sentence_support, support_headline
+    from app.research.provenance import STARTER_HEADER, describe
 
     store, readable = open_history_read_only(sys.stderr)  # read-only: works while a window is open
     if not readable:
@@ -74,8 +75,14 @@ def run(args: argparse.Namespace) -> int:
     # the report's own count of cited and flagged sentences, or one made the same way
     support = report.support if report is not None else None
     citations = report.citations if report is not None else ()
+    provenance = report.provenance if report is not None else None
+    if provenance is not None and provenance.starter:
+        print(f"*{STARTER_HEADER}*\n")
     print(f"*{support_headline(support or sentence_support(summary.report_markdown, citations))}*\n")
     print(summary.report_markdown)
+    if provenance is not None:
+        print("## Provenance\n")
+        print("\n".join(f"- {line}" for line in describe(provenance)))
     return 0
 
 

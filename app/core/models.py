@@ -193,6 +193,37 @@ class EntityTable:
 
 
 @dataclass(frozen=True)
+class SourceRecord:
+    """A source of a report as it was when it was indexed: which file, how big, when
+    last changed, and its content's SHA-256 (what a reader checks a copy against)."""
+
+    number: int
+    path: str
+    size: int = 0
+    mtime: float = 0.0  # seconds since the epoch
+    sha256: str = ""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a report was made from and by, for a reader auditing it later."""
+
+    question: str
+    started_at: float  # seconds since the epoch
+    fathom_version: str
+    mode: str
+    budget: Budget
+    model: str
+    model_file: str = ""  # the GGUF file a llama.cpp model ran from
+    model_digest: str = ""  # "sha256:…" of that file, or the server's digest; "" unknown
+    starter: bool = False  # written by the starter model (a first try, not real research)
+    embedding_model: str = ""
+    collections: tuple[str, ...] = ()
+    checked_by: str = ""  # how its sentences were checked (empty: not independently)
+    sources: tuple[SourceRecord, ...] = ()
+
+
+@dataclass(frozen=True)
 class Report:
     """The finished answer of a research run."""
 
@@ -208,6 +239,7 @@ class Report:
     # (the research-quality funnel: what a run found, what its report and answer used)
     written_from: tuple[int, ...] = ()
     answer_from: tuple[int, ...] = ()
+    provenance: Provenance | None = None  # None: from a Fathom before provenance was kept
 
 
 @dataclass(frozen=True)

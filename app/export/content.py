@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.core.models import Citation, EntityTable, Evidence, Report, SentenceSupport
+from app.core.models import Citation, EntityTable, Evidence, Provenance, Report, SentenceSupport
 from app.research.citations import sentence_support
 
 
@@ -20,6 +20,7 @@ class ReportContent:
     support: SentenceSupport | None = None
     citations: tuple[Citation, ...] = ()
     table: EntityTable | None = None
+    provenance: Provenance | None = None  # what the report was made from and by
 
     @property
     def title(self) -> str:
@@ -38,4 +39,5 @@ def content_of(question: str, report: Report) -> ReportContent:
         support=report.support,
         citations=report.citations,
         table=report.table,
+        provenance=report.provenance,
     )

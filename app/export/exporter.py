@@ -8,15 +8,17 @@ CSV and JSON are the run's table.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+from app.core.codec import to_jsonable
 from app.export.content import ReportContent
 from app.export.files import write_export
 from app.export.formats import REPORT_FORMATS, TABLE_FORMATS, ExportError, format_of
 from app.export.html import report_html
 from app.export.markdown import report_markdown
-from app.research.entity_table import table_to_csv, table_to_json
+from app.research.entity_table import table_to_csv, table_to_dict
 
 # (the page's HTML, its title) -> the PDF's bytes
 PdfRenderer = Callable[[str, str], bytes]
@@ -33,7 +35,9 @@ def render(
             raise ExportError(
                 f"This run has no table to export as {fmt.upper()}: export its report as md, html or pdf."
             )
-        return (table_to_csv(content.table) if fmt == "csv" else table_to_json(content.table)).encode("utf-8")
+        if fmt == "csv":
+            return table_to_csv(content.table).encode("utf-8")
+        return table_json(content).encode("utf-8")
     if fmt not in REPORT_FORMATS:
         raise ExportError(f"Unknown format “{fmt}”.")
     markdown = report_markdown(content, include_consulted=include_consulted)
@@ -45,6 +49,15 @@ def render(
     if pdf is None:
         raise ExportError("PDF export needs Qt, which could not be loaded here.")
     return pdf(page, content.title)
+
+
+def table_json(content: ReportContent) -> str:
+    """A table run as JSON: the table, and the run's provenance when it is known."""
+    assert content.table is not None
+    data = table_to_dict(content.table)
+    if content.provenance is not None:
+        data = {**data, "provenance": to_jsonable(content.provenance)}
+    return json.dumps(data, ensure_ascii=False, indent=2)
 
 
 def export(

@@ -3,7 +3,10 @@
 The question, the header ("N of M sentences cited, K flagged"), the report's
 own text, its Sources (the sources it cites, once each, in the order it first
 cites them, each with its passage quoted), the sources read but not cited
-("Also consulted") only when asked for, and its Open questions.
+("Also consulted") only when asked for, its Open questions, and its Provenance
+(question, date, Fathom version, mode, budget, models, collections, how its
+sentences were checked, each source's file as indexed); a starter model's report
+says so under its question.
 
 What the model wrote is made inert (:func:`neutralize_markdown`: no raw HTML,
 no link, no image, no live URL). What a document wrote (titles, paths,
@@ -22,8 +25,10 @@ from app.export.content import ReportContent
 from app.export.md_fences import balance_fences, classify
 from app.export.safe_markdown import code_span, neutralize_markdown, quote_text
 from app.research.citations import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, first_cited, split_report, support_headline
+from app.research.provenance import STARTER_HEADER, describe
 
 CONSULTED_HEADING = "## Also consulted"
+PROVENANCE_HEADING = "## Provenance"
 NO_SOURCE = "No source is cited."
 # a heading in the model's text that reads like one of the export's own sections
 _SECTION_LIKE = re.compile(r"^ {0,3}#{1,6}[ \t]+(?:sources|also consulted|open questions)[ \t#]*$", re.IGNORECASE)
@@ -56,6 +61,8 @@ def report_markdown(content: ReportContent, *, include_consulted: bool = False) 
     parts = []
     if content.question.strip():
         parts.append(f"# {quote_text(content.question)}\n")
+    if content.provenance is not None and content.provenance.starter:
+        parts.append(f"*{STARTER_HEADER}*\n")
     parts.append(f"*{support_headline(content.counted_support())}*\n")
     parts.append(neutralize_markdown(_own_sections_as_text(body)).strip() + "\n")
     parts.append(f"\n{SOURCES_HEADING}\n")
@@ -68,4 +75,7 @@ def report_markdown(content: ReportContent, *, include_consulted: bool = False) 
     at = tail.find(OPEN_QUESTIONS_HEADING)
     if at >= 0:
         parts.append("\n" + neutralize_markdown(tail[at:]).strip() + "\n")
+    if content.provenance is not None:
+        parts.append(f"\n{PROVENANCE_HEADING}\n")
+        parts += [f"- {quote_text(line)}" for line in describe(content.provenance)]
     return "\n".join(parts)

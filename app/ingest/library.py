@@ -256,6 +256,10 @@ class Library:
             raise StoreError(f"Collection '{name}' is being ingested; stop the ingest first.")
         await self._write(self.ledger.remove_collection, name)
 
+    async def documents_by_id(self, doc_ids: Sequence[str]) -> dict[str, Document]:
+        """The catalog's records of these documents (ids not found left out)."""
+        return await self._run(self.catalog.documents_by_id, list(dict.fromkeys(doc_ids)))
+
     async def documents(self, collection: str) -> list[Document]:
         await self._run(self.catalog.require_collection, collection)
         return await self._run(self.catalog.documents, collection)

@@ -15,6 +15,7 @@ written, a warning ``Notice`` says so once, before the run's end.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import logging
 import time
@@ -28,6 +29,7 @@ from app.core.events import Failed, Finished, Notice, ResearchEvent, RunStarted
 from app.core.models import Budget, Report, Scope
 from app.ingest.library import Library
 from app.llm.base import ChatModel
+from app.research import provenance
 from app.research.budget import BudgetHit, describe_stop
 from app.research.context import RunContext
 from app.research.follow_up import Prior
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 
 SLOW_STOP_LOG_S = 5.0  # a cancelled mode task still running after this is logged (and still awaited)
 HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds, the engine cuts the run (partial report)
+PROVENANCE_TIMEOUT_S = 60.0  # hashing a model file the first time: seconds per gigabyte
 
 _STOP = object()
 DEFAULT_SCOPE = Scope()
@@ -232,11 +235,11 @@ class ResearchEngine:
                     # A mode may let a budget stop propagate: write the report here.
                     ctx.stop(hit.budget)
                     report = await ctx.write_report()
-            ctx.emit(self._finished(ctx, report, ctx.stop_reason or "completed"))
+            ctx.emit(await self._finished(ctx, report, ctx.stop_reason or "completed"))
         except TimeoutError:
             ctx.stop("max_seconds")
             report = ctx.partial_report("The run hit its wall-time budget before the report was complete.")
-            ctx.emit(self._finished(ctx, report, "max_seconds"))
+            ctx.emit(await self._finished(ctx, report, "max_seconds"))
         except asyncio.CancelledError:
             raise
         except FathomError as exc:
@@ -268,10 +271,30 @@ class ResearchEngine:
         if final is None:
             ctx.stop("cancelled")
             report = ctx.partial_report("The run was stopped before it finished.")
-            final = self._finished(ctx, report, "cancelled")
+            final = await self._finished(ctx, report, "cancelled")
         return leftovers, final
 
-    def _finished(self, ctx: RunContext, report: Report, stop_reason: str) -> Finished:
+    async def _finished(self, ctx: RunContext, report: Report, stop_reason: str) -> Finished:
+        """The run's last event, its report carrying its provenance (:mod:`app.research.provenance`)."""
+        try:
+            async with asyncio.timeout(PROVENANCE_TIMEOUT_S):
+                searched = [c.name for c in await ctx.collections()]
+                report = dataclasses.replace(
+                    report,
+                    provenance=await provenance.build(
+                        question=ctx.question,
+                        started_at=time.time() - ctx.tracker.elapsed,
+                        mode=ctx.mode,
+                        budget=ctx.budget,
+                        model=self.model,
+                        library=self.library,
+                        collections=searched,
+                        report=report,
+                        hash_model=stop_reason != "cancelled",
+                    ),
+                )
+        except (Exception, TimeoutError):  # a record of the run, never a reason for it to fail
+            log.exception("research run %s: its provenance could not be recorded", ctx.run_id)
         return Finished(
             run_id=ctx.run_id,
             report=report,

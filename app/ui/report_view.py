@@ -38,6 +38,7 @@ from app.core.models import Citation, Evidence, SentenceSupport
 from app.export.md_fences import balance_fences
 from app.export.safe_markdown import code_span, neutralize_inline, neutralize_markdown
 from app.research.citations import flag_unsupported, flagged_spans, mark_uncited, support_headline
+from app.research.provenance import STARTER_HEADER
 from app.ui.citations import citation_number, cited_numbers, linkify_citations
 from app.ui.safe_document import fragments, set_untrusted_markdown
 from app.ui.theme import unsupported_colour
@@ -68,6 +69,7 @@ class ReportView(QTextBrowser):
         self._checked: dict[tuple[int, str], Citation] = {}  # (number, sentence) → its verdict
         self._known: set[int] | None = None
         self._support: SentenceSupport | None = None
+        self._starter = False
         self._consulted: tuple[Evidence, ...] = ()
         self.consulted_open = False
         self.render_count = 0
@@ -84,6 +86,7 @@ class ReportView(QTextBrowser):
         self._checked.clear()
         self._known = None
         self._support = None
+        self._starter = False
         self._consulted = ()
         self.consulted_open = False
         self._dirty = False
@@ -111,10 +114,13 @@ class ReportView(QTextBrowser):
         citations: Sequence[Citation],
         support: SentenceSupport,
         consulted: Sequence[Evidence] = (),
+        starter: bool = False,
     ) -> None:
         """Show a finished report: its text, which numbers exist, its checked
         citations (earlier marks are dropped: the final text is numbered anew), its
-        header and the evidence it read but did not cite; renders once, now."""
+        header (saying so when the starter model wrote it) and the evidence it read
+        but did not cite; renders once, now."""
+        self._starter = starter
         self._markdown = markdown
         self._known = set(known)
         self._checked = {(c.number, c.sentence): c for c in citations}
@@ -125,7 +131,10 @@ class ReportView(QTextBrowser):
 
     def header_text(self) -> str:
         """The finished report's header ("" while it is written)."""
-        return support_headline(self._support) if self._support is not None else ""
+        if self._support is None:
+            return ""
+        headline = support_headline(self._support)
+        return f"{STARTER_HEADER} {headline}" if self._starter else headline
 
     def consulted(self) -> tuple[Evidence, ...]:
         return self._consulted
@@ -183,7 +192,7 @@ class ReportView(QTextBrowser):
             text = flag_unsupported(text, list(self._checked.values()))
         safe = neutralize_markdown(text)
         if self._support is not None:
-            safe = f"*{support_headline(self._support)}*\n\n{safe}"
+            safe = f"*{self.header_text()}*\n\n{safe}"
         if self._consulted:
             safe = safe.rstrip("\n") + "\n\n" + self._consulted_markdown()
         set_untrusted_markdown(self.document(), linkify_citations(safe), keep_link=_is_kept)

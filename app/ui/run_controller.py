@@ -253,6 +253,7 @@ class RunController(QObject):
             support=report.support if report is not None else None,
             citations=report.citations if report is not None else (),
             table=p.table,
+            provenance=report.provenance if report is not None else None,
         )
         write = functools.partial(export, include_consulted=include_consulted, pdf=render_pdf)
         return await run_blocking(write, content, path, name="export")

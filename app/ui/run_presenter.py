@@ -211,6 +211,7 @@ class RunPresenter(QObject):
             citations=report.citations,
             support=report.support or sentence_support(markdown, report.citations),
             consulted=[e for n, e in sorted(self.evidence.items()) if n not in cited],
+            starter=report.provenance is not None and report.provenance.starter,
         )
 
     def _show_table(self, table: EntityTable) -> None:

@@ -191,6 +191,12 @@ class MemoryLibrary:
     async def indexing(self) -> list[Any]:
         return []  # nothing is being indexed in memory
 
+    async def embedding_model(self) -> str:
+        return str(_minilm().model_name)
+
+    async def documents_by_id(self, doc_ids: Sequence[str]) -> dict[str, Any]:
+        return {}  # chunks in memory have no files: their sources are recorded by path only
+
     async def embed(self, texts: list[str]) -> Any:
         """The real embedding model (the claim check compares meanings with it)."""
         return await asyncio.to_thread(_minilm().embed, texts)

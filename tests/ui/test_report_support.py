@@ -31,6 +31,7 @@ from app.export.content import ReportContent
 from app.export.markdown import report_markdown
 from app.research.citations import cited_numbers, first_cited, sentence_support, split_report, support_headline
 from app.research.engine import ResearchEngine
+from app.research.provenance import STARTER_HEADER
 from app.store.research_runs import RunStore
 from app.ui.report_view import CONSULTED_HREF, UNCITED_MARK, UNCITED_TIP, ReportView
 from app.ui.run_presenter import RunPresenter
@@ -217,7 +218,10 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
 
         # the live window
         view = live.report_view
-        header = support_headline(support)
+        # the starter wrote it: the header says so first
+        assert report.provenance is not None and report.provenance.starter
+        headline = support_headline(support)
+        header = f"{STARTER_HEADER} {headline}"
         assert view.header_text() == header == _first_block(view)
         assert view.uncited_marks() == support.sentences - support.cited
         assert [e.number for e in view.consulted()] == [n for n in numbers if n not in cited]
@@ -236,16 +240,25 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         # exported as the window exports it (the shown text and the run's evidence)
         def export(name: str, **kwargs: Any) -> Path:
             evidence = list(reopened.evidence.values())
-            return export_report(tmp_path / name, QUESTION, again.markdown_text(), evidence, support=support, **kwargs)
+            return export_report(
+                tmp_path / name,
+                QUESTION,
+                again.markdown_text(),
+                evidence,
+                support=support,
+                provenance=report.provenance,
+                **kwargs,
+            )
 
         md = export("report.md").read_text(encoding="utf-8")
-        assert f"*{header}*" in md and md.count("## Sources") == 1
+        assert f"*{STARTER_HEADER}*" in md and f"*{headline}*" in md and md.count("## Sources") == 1
+        assert "## Provenance" in md and "Research model: SmolLM2" in md
         assert [int(n) for n in re.findall(r"^- \[(\d+)\]", md, re.M)] == cited
         assert "Also consulted" not in md
         if len(cited) < len(numbers):
             full = export("full.md", include_consulted=True).read_text(encoding="utf-8")
             assert [int(n) for n in re.findall(r"^- \[(\d+)\]", full, re.M)] == numbers
-        assert header in _html_text(export("report.html"))
-        assert header in _pdf_text(export("report.pdf"))
+        assert headline in _html_text(export("report.html")) and STARTER_HEADER in _html_text(export("report.html"))
+        assert headline in _pdf_text(export("report.pdf"))
     finally:
         runs.close()
