@@ -49,6 +49,7 @@ class OllamaModelInfo:
     quantization: str  # "Q4_K_M"; "" when unknown
     family: str  # "llama"; "" when unknown
     modified_at: str  # ISO 8601; "" when unknown
+    digest: str = ""  # Ollama's SHA-256 of the model ("sha256:…"); "" when unknown
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ async def list_ollama_models(host: str, *, timeout_s: float = 5.0) -> list[Ollam
                 quantization=(details.quantization_level or "") if details else "",
                 family=(details.family or "") if details else "",
                 modified_at=entry.modified_at.isoformat() if entry.modified_at else "",
+                digest=f"sha256:{entry.digest.removeprefix('sha256:')}" if entry.digest else "",
             )
         )
     return models

@@ -97,6 +97,8 @@ async def build(
     if path is not None:
         cache = app_paths().cache_dir / DIGESTS_FILE
         digest = await asyncio.to_thread(file_digest, path, cache, compute=hash_model)
+    else:
+        digest = await ollama_digest(model)
     try:
         embedding = await library.embedding_model()
     except Exception:  # an embedding server gone away: the rest is still worth keeping
@@ -116,6 +118,23 @@ async def build(
         checked_by=report.support.checked_by if report.support is not None else "",
         sources=await source_records(library, report.evidence),
     )
+
+
+async def ollama_digest(model: ChatModel) -> str:
+    """The digest Ollama gives the model a run used ("" for another back end, or when
+    Ollama does not say)."""
+    from app.llm.ollama_backend import OllamaModel
+
+    if not isinstance(model, OllamaModel):
+        return ""
+    from app.llm.ollama_admin import ollama_models_if_running
+
+    listed = await ollama_models_if_running(model.host)
+    name = model.model_name
+    for entry in listed or []:
+        if entry.name == name or entry.name == f"{name}:latest":
+            return entry.digest
+    return ""
 
 
 async def source_records(library: Library, evidence: Sequence[Evidence]) -> tuple[SourceRecord, ...]:

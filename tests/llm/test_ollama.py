@@ -92,3 +92,17 @@ async def test_a_server_that_is_not_running_says_how_to_start_it(unused_tcp_port
     with pytest.raises(ModelUnavailable):
         await model.list_models()
     await model.aclose()
+
+
+async def test_a_reports_provenance_names_the_ollama_models_digest(ollama_loopback: OllamaLoopback) -> None:
+    from app.research.provenance import ollama_digest
+
+    model = OllamaModel(MODEL_NAME, host=ollama_loopback.url)
+    try:
+        # the digest Ollama lists the model under (/api/tags), as Ollama spells it
+        assert await ollama_digest(model) == "sha256:" + "0" * 64
+        unknown = OllamaModel("not-pulled:7b", host=ollama_loopback.url)
+        assert await ollama_digest(unknown) == ""
+        await unknown.aclose()
+    finally:
+        await model.aclose()
