@@ -240,6 +240,9 @@ class Report:
     written_from: tuple[int, ...] = ()
     answer_from: tuple[int, ...] = ()
     provenance: Provenance | None = None  # None: from a Fathom before provenance was kept
+    # False: the documents found do not answer the question, and the report says so first;
+    # None: not judged (a partial report, or one from an earlier Fathom)
+    answered: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import Any
 from app.core.events import CitationChecked, ReportDelta, ReportStarted
 from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report, SentenceSupport
 from app.llm.base import Message
+from app.research import answerability, follow_up, phases, prompts
 from app.research import citations as cit
-from app.research import follow_up, phases, prompts
 from app.research.budget import RunAccount, describe_stop
 from app.research.citation_check import check_citations
 from app.research.claim_check import ClaimCheck, Embed, check_claims, with_model_vote
@@ -372,11 +372,17 @@ class ReportWriter:
             questions.append(self.question)
         questions = _dedup(questions)
 
+        found = [self.evidence.text(n) for n in self.evidence.numbers()]
+        answerable = answerability.judge(self.question, found, checked) if len(self.evidence) else None
+        if answerable is not None and not answerable.answered:
+            body = answerability.lead(answerable) + "\n\n" + body
+            questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
         markdown, evidence, citations, support = finish_report(
             head + body, self.evidence.all(), checked, questions, self.evidence.earlier, check.checked_by
         )
         answer_from: list[int] = []
-        if not answer and self.options.get("short_answer") and len(self.evidence):
+        says_it = answerable is None or answerable.answered  # a report that does not answer gives no short answer
+        if not answer and self.options.get("short_answer") and len(self.evidence) and says_it:
             trusted = cit.without_flagged(body)  # the short answer never rests on a flagged sentence
             if findings:  # the report quotes the passages it rests on: it is all the answer reads
                 answer_from = [n for n, _ in findings]
@@ -394,6 +400,7 @@ class ReportWriter:
             support=support,
             written_from=_renumbered(self.evidence, evidence, [n for n, _ in sources]),
             answer_from=_renumbered(self.evidence, evidence, answer_from),
+            answered=answerable.answered if answerable is not None else False,
         )
 
     async def _check(self, pairs: Sequence[Citation]) -> ClaimCheck:

@@ -15,6 +15,10 @@ the questions through each mode with the same model and prints, per mode:
   (``Report.answer_from``); the drop between two stages is where evidence is lost;
 * cited-sentence share: of all the report sentences of a mode's runs, the share
   that cite a source (``app.research.citations.sentence_support``);
+* says not answered: the share of reports that say the documents do not answer the
+  question (``Report.answered`` is False); with ``--withhold`` the questions are asked of
+  an index without their supporting paragraphs (built in WORKDIR-withheld), where it
+  should be high, while on the normal index it should be low;
 * model calls, prompt + completion tokens and wall time per question (medians
   and means);
 * runs that finished inside their budget, stop reasons, and crashes (a
@@ -125,13 +129,17 @@ def paragraph_of(path: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def write_corpus(corpus: Sequence[dict[str, str]], folder: Path) -> int:
-    """One Markdown file per paragraph (title kept as its heading); unchanged files are not rewritten."""
+def write_corpus(corpus: Sequence[dict[str, str]], folder: Path, withheld: set[int] | None = None) -> int:
+    """One Markdown file per paragraph (title kept as its heading); unchanged files are not
+    rewritten; the paragraphs ``withheld`` are left out (and removed if a run wrote them)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
     for i, para in enumerate(corpus):
         text = f"# {para['title'].strip()}\n\n{para['text'].strip()}\n"
         path = folder / paragraph_file(i)
+        if withheld and i in withheld:
+            path.unlink(missing_ok=True)
+            continue
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             written += 1
@@ -177,6 +185,8 @@ class Record:
     sentences: int = 0  # the report's prose sentences
     cited_sentences: int = 0  # of them, those citing a source
     flagged_sentences: int = 0  # of them, those whose citation the check found unsupported
+    abstained: bool = False  # the report says the documents do not answer the question
+    withheld: bool = False  # asked of an index without the question's supporting paragraphs
     report: str = ""  # the report's Markdown, to read where the evidence was lost
 
     @property
@@ -257,6 +267,7 @@ async def run_one(
                 record.sentences = support.sentences
                 record.cited_sentences = support.cited
                 record.flagged_sentences = support.flagged
+                record.abstained = getattr(event.report, "answered", None) is False
                 record.calls = event.usage.calls
                 record.prompt_tokens = event.usage.prompt_tokens
                 record.completion_tokens = event.usage.completion_tokens
@@ -306,9 +317,10 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
     for r in records:
         by_mode[r.mode].append(r)
     lines = [
-        "| mode | n | EM | F1 | recall retrieved | recall cited | cited-sentence share | calls/q | prompt tok/q "
-        "| completion tok/q | tokens/q (median) | wall s/q (median) | in budget | crashes | stop reasons |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | n | EM | F1 | recall retrieved | recall cited | cited-sentence share | says not answered "
+        "| calls/q | prompt tok/q | completion tok/q | tokens/q (median) | wall s/q (median) | in budget | crashes "
+        "| stop reasons |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
         rs = by_mode[mode]
@@ -317,6 +329,7 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
             f"| {mode} | {len(rs)} | {_mean(r.em for r in rs):.2f} | {_mean(r.f1 for r in rs):.2f} "
             f"| {_mean(r.recall_retrieved for r in rs):.2f} | {_mean(r.recall_cited for r in rs):.2f} "
             f"| {cited_share(rs):.2f} ({sum(r.cited_sentences for r in rs)}/{sum(r.sentences for r in rs)}) "
+            f"| {_mean(r.abstained for r in rs):.2f} ({sum(r.abstained for r in rs)}/{len(rs)}) "
             f"| {_mean(r.calls for r in rs):.1f} | {_mean(r.prompt_tokens for r in rs):.0f} "
             f"| {_mean(r.completion_tokens for r in rs):.0f} | {_median(r.tokens for r in rs):.0f} "
             f"| {_median(r.wall_s for r in rs):.1f} | {sum(r.within_budget for r in rs)}/{len(rs)} "
@@ -544,16 +557,22 @@ async def main_async(args: argparse.Namespace) -> int:
     from app.ingest.library import Library
     from app.research.engine import ResearchEngine
 
-    work = Path(args.workdir)
+    work = Path(args.workdir + ("-withheld" if args.withhold else ""))
     os.environ["FATHOM_HOME"] = str(work / "home")
     corpus = json.loads((DATA / "corpus.json").read_text(encoding="utf-8"))
     questions = json.loads((DATA / "questions.json").read_text(encoding="utf-8"))[
         args.offset : args.offset + args.limit
     ]
     index = {(p["title"], p["text"]): i for i, p in enumerate(corpus)}
-    corpus_dir = Path(args.corpus_dir) if args.corpus_dir else work / "corpus"
-    written = write_corpus(corpus, corpus_dir)
-    print(f"corpus: {len(corpus)} paragraphs ({written} files written) in {corpus_dir}", file=sys.stderr)
+    corpus_dir = Path(args.corpus_dir) if args.corpus_dir and not args.withhold else work / "corpus"
+    # --withhold: the asked questions' supporting paragraphs are not in the library
+    withheld = {n for q in questions for n in gold_paragraphs(q, index)} if args.withhold else set()
+    written = write_corpus(corpus, corpus_dir, withheld)
+    print(
+        f"corpus: {len(corpus) - len(withheld)} paragraphs ({written} files written, {len(withheld)} withheld) "
+        f"in {corpus_dir}",
+        file=sys.stderr,
+    )
 
     library = Library.open(Settings(), app_paths())
     model = make_model(args)
@@ -582,6 +601,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 if mode == "table" and args.table_max_seconds > 0:
                     mode_budget = dataclasses.replace(budget, max_seconds=args.table_max_seconds)
                 record = await run_one(engine, mode, question, gold, mode_budget, findings=not args.no_findings)
+                record.withheld = args.withhold
                 records.append(record)
                 if out is not None:
                     with out.open("a", encoding="utf-8") as fh:
@@ -631,6 +651,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--no-findings",
         action="store_true",
         help="the writer reads the passages without first picking and quoting those the answer rests on",
+    )
+    parser.add_argument(
+        "--withhold",
+        action="store_true",
+        help="ask against an index without the asked questions' supporting paragraphs (a workdir of its own): "
+        "how often the report says the documents do not answer",
     )
     parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
     parser.add_argument(
