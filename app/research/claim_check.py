@@ -76,7 +76,9 @@ _OPENERS = _STOP | _word_set(
     "indeed meanwhile similarly likewise originally currently recently",
 )
 # names may join their capitalised words with these ("University of Oxford")
-_JOINERS = _word_set("of the de da del di du van von der la le y and &")
+_JOINERS = _word_set("of the de da del di du van von der la le y")
+# a name does not run across these (a list of names is several names)
+_NAME_BREAK = re.compile(r"[,;:()\[\]\"“”]|\s[-–—]\s|\s(?:and|or|&)\s")
 _COUNTING = _word_list(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen",
     "seventeen eighteen nineteen twenty",
@@ -167,8 +169,10 @@ def _is_name(token: str, first: bool, following: str | None, known: set[str]) ->
     return token.lower() not in _STOP
 
 
-def _names(tokens: list[str], known: set[str]) -> list[list[str]]:
-    """The claim's names: runs of name-like tokens, joined by "of", "de", … inside a run."""
+def _names(tokens: list[str], known: set[str], *, opens: bool = True) -> list[list[str]]:
+    """The names of a piece of a claim: runs of name-like tokens, joined by "of", "de", …
+    inside a run; ``opens``: the piece opens the sentence (its first word is capitalised
+    for that alone)."""
     spans: list[list[str]] = []
     current: list[str] = []
     for i, token in enumerate(tokens):
@@ -179,7 +183,7 @@ def _names(tokens: list[str], known: set[str]) -> list[list[str]]:
             and following is not None
             and _is_name(following, False, None, known)
         )
-        if joins or _is_name(token, i == 0, following, known):
+        if joins or _is_name(token, opens and i == 0, following, known):
             current.append(token)
         elif current:
             spans.append(current)
@@ -200,10 +204,16 @@ def ground(claim: str, passages: str) -> Grounding:
             missing_numbers.append(token)
     missing_names = []
     named: set[str] = set()
-    for span in _names(tokens, lowered):
+    sequence = _word_sequence(passages)
+    spans = [
+        span
+        for at, part in enumerate(_NAME_BREAK.split(_CITATION.sub(" ", claim)))
+        for span in _names(_TOKEN.findall(part), lowered, opens=at == 0)
+    ]
+    for span in spans:
         named.update(t.lower() for t in span)
         core = [t for t in span if t.lower() not in _JOINERS and _number(t) is None]
-        if any(_absent(t, lowered, stems) for t in core):
+        if any(_absent(t, lowered, stems) for t in core) or not _in_sequence(core, sequence):
             missing_names.append(" ".join(span))
     content = {
         stem(t)
@@ -216,6 +226,28 @@ def ground(claim: str, passages: str) -> Grounding:
         missing_names=tuple(dict.fromkeys(missing_names)),
         coverage=found / len(content) if content else 1.0,
     )
+
+
+def _plain(token: str) -> str:
+    word = token.lower().replace("’", "'")
+    return word[:-2] if word.endswith("'s") else word
+
+
+def _word_sequence(text: str) -> str:
+    """The passages' words, lower-cased, one space apart, with a space at each end."""
+    return " " + " ".join(_plain(t) for t in _TOKEN.findall(text)) + " "
+
+
+def _in_sequence(core: list[str], sequence: str) -> bool:
+    """Whether a name of several words is in the passages as one (its words in a row,
+    "of"/"the" and the like between them allowed): "Maiden Japan", not "Iron Maiden …
+    Japan"."""
+    if len(core) < 2:
+        return True
+    words = [re.escape(_plain(t)) for t in core]
+    joiners = "|".join(re.escape(j) for j in sorted(_JOINERS))
+    between = r"(?: (?:" + joiners + r"))* "
+    return re.search(" " + between.join(words) + " ", sequence) is not None
 
 
 def _absent(token: str, lowered: set[str], stems: set[str]) -> bool:

@@ -1,0 +1,88 @@
+"""A report says when the documents do not answer the question, instead of writing an
+answer from near misses; and does not when they do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, make_chunk, verdicts
+
+from app.core.events import Finished
+from app.core.models import Citation
+from app.research.answerability import NOT_ANSWERED, judge
+from app.research.citations import sentences, split_report
+from app.research.engine import ResearchEngine
+
+SCRIPT = {
+    "decompose": {"sub_queries": ["Milvus features"]},
+    "judge": {"relevant": [1, 2, 3]},
+    "reflect": {"done": True, "summary": "", "gap_queries": []},
+    "citation_check": verdicts(),
+    "short_answer": {"answer": "Zilliz"},
+}
+
+
+def paragraphs(shared_data: Path) -> tuple[dict[str, object], list[str], list[str]]:
+    """A MuSiQue question, its supporting paragraphs and its other (distractor) paragraphs."""
+    questions = json.loads((shared_data / "musique" / "questions.json").read_text(encoding="utf-8"))
+    question = next(q for q in questions if "Maiden Japan" in q["question"])
+    gold = [f"{p['title']}\n\n{p['paragraph_text']}" for p in question["paragraphs"] if p["is_supporting"]]
+    other = [f"{p['title']}\n\n{p['paragraph_text']}" for p in question["paragraphs"] if not p["is_supporting"]]
+    return question, gold, other
+
+
+def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> None:
+    question, gold, other = paragraphs(shared_data)
+    text = str(question["question"])
+    assert judge(text, gold + other, []).answered
+    # the supporting paragraphs withheld: nothing found mentions the live EP asked about
+    missing = judge(text, [p for p in other if "Maiden Japan" not in p], [])
+    assert not missing.answered and "“Maiden Japan”" in missing.reason
+    assert not judge(text, [], []).answered
+
+
+def test_a_report_none_of_whose_sentences_stands_does_not_answer() -> None:
+    passages = ["Milvus is an open-source vector database built for similarity search at scale."]
+    rejected = [Citation(1, "Milvus was made by Oracle.", False, "“Oracle” is not in its source")]
+    verdict = judge("What is Milvus?", passages, rejected)
+    assert not verdict.answered and "None of the report's sentences is supported" in verdict.reason
+    assert judge("What is Milvus?", passages, [*rejected, Citation(1, "Milvus is a database.", True)]).answered
+
+
+async def test_a_run_over_documents_about_something_else_says_they_do_not_answer() -> None:
+    chunks = [
+        *MILVUS_CHUNKS,
+        make_chunk("c9", "Qdrant is a vector database written in Rust, with payload filtering."),
+    ]
+    text = "Milvus is an open-source vector database [1]. Qdrant is written in Rust [2]."
+    model = ScriptedModel(SCRIPT, text=text)
+    question = "Who founded Pinecone, and in which year?"
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(chunks)).run(question, mode="quick", options={"short_answer": True})
+    )
+    final = events[-1]
+    assert isinstance(final, Finished)
+    report = final.report
+    assert report.answered is False
+    body, _ = split_report(report.markdown)
+    assert body.startswith(f"### {NOT_ANSWERED} No passage found mentions “Pinecone”.")
+    assert report.open_questions[0].startswith(NOT_ANSWERED)
+    assert report.answer == ""  # no short answer from near misses
+    # the heading is not one of the report's sentences: they are still counted and checked as written
+    assert [s.claim for s in sentences(body)] == [
+        "Milvus is an open-source vector database.",
+        "Qdrant is written in Rust.",
+    ]
+
+
+async def test_a_run_whose_documents_answer_says_nothing_of_the_kind() -> None:
+    text = "Milvus is an open-source vector database built for similarity search [1]."
+    model = ScriptedModel(SCRIPT, text=text)
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            "What is Milvus?", mode="quick", options={"short_answer": True}
+        )
+    )
+    report = events[-1].report
+    assert report.answered is True and NOT_ANSWERED not in report.markdown
