@@ -5,10 +5,11 @@ report says the documents do not answer the question when what the run found can
 hold the answer, judged without the writer:
 
 - a name or number of the question itself is in none of the passages the run found
-  (asked about "Maiden Japan", nothing found mentions it): the documents are about
-  something else;
-- or the report cites its sources and the claim check supports none of its sentences:
-  nothing it says stands on what was found.
+  (asked about "Maiden Japan", nothing found mentions it): what was found is about
+  something else.
+
+(A report none of whose sentences its sources support is a failure of the writer, not
+of the documents: the claim check's flags and header say so.)
 
 The report then opens with that sentence and what is missing (a heading: not a claim to
 check), and goes on with what the passages do say, flagged as the check found it; its
@@ -20,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.core.models import Citation
 from app.research.claim_check import ground
 
-NOT_ANSWERED = "The documents searched do not answer this question."
+NOT_ANSWERED = "The passages found do not answer this question."
 
 
 @dataclass(frozen=True)
@@ -32,18 +32,15 @@ class Answerability:
     reason: str = ""  # why not, in a sentence
 
 
-def judge(question: str, passages: Sequence[str], checked: Sequence[Citation]) -> Answerability:
-    """Whether the run's ``passages`` (everything it found) and the report's ``checked``
-    citations can answer ``question``."""
+def judge(question: str, passages: Sequence[str]) -> Answerability:
+    """Whether the run's ``passages`` (everything it found) can answer ``question``."""
     if not passages:
         return Answerability(False, "No passage was found relevant to it.")
     grounding = ground(question, "\n".join(passages))
     missing = [*grounding.missing_numbers, *grounding.missing_names]
     if missing:
         named = ", ".join(f"“{m}”" for m in missing[:3])
-        return Answerability(False, f"No passage found mentions {named}.")
-    if checked and not any(c.supported is True for c in checked):
-        return Answerability(False, "None of the report's sentences is supported by the passages it cites.")
+        return Answerability(False, f"None of them mentions {named}.")
     return Answerability(True)
 
 

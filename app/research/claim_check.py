@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -193,8 +194,16 @@ def _names(tokens: list[str], known: set[str], *, opens: bool = True) -> list[li
     return spans
 
 
+def fold(text: str) -> str:
+    """``text`` without accents ("Aschenbrödel" → "Aschenbrodel"): a name is the same name
+    however a writer spells its accents."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def ground(claim: str, passages: str) -> Grounding:
     """How far the words of ``claim`` (a report sentence, citations removed) are in ``passages``."""
+    claim, passages = fold(claim), fold(passages)
     tokens = _TOKEN.findall(_CITATION.sub(" ", claim))
     lowered, stems, numbers = _vocabulary(passages)
     missing_numbers = []

@@ -373,7 +373,7 @@ class ReportWriter:
         questions = _dedup(questions)
 
         found = [self.evidence.text(n) for n in self.evidence.numbers()]
-        answerable = answerability.judge(self.question, found, checked) if len(self.evidence) else None
+        answerable = answerability.judge(self.question, found) if len(self.evidence) else None
         if answerable is not None and not answerable.answered:
             body = answerability.lead(answerable) + "\n\n" + body
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")

@@ -9,7 +9,6 @@ from pathlib import Path
 from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, make_chunk, verdicts
 
 from app.core.events import Finished
-from app.core.models import Citation
 from app.research.answerability import NOT_ANSWERED, judge
 from app.research.citations import sentences, split_report
 from app.research.engine import ResearchEngine
@@ -35,19 +34,18 @@ def paragraphs(shared_data: Path) -> tuple[dict[str, object], list[str], list[st
 def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> None:
     question, gold, other = paragraphs(shared_data)
     text = str(question["question"])
-    assert judge(text, gold + other, []).answered
+    assert judge(text, gold + other).answered
     # the supporting paragraphs withheld: nothing found mentions the live EP asked about
-    missing = judge(text, [p for p in other if "Maiden Japan" not in p], [])
-    assert not missing.answered and "“Maiden Japan”" in missing.reason
-    assert not judge(text, [], []).answered
+    # (its distractors say "Iron Maiden" and "Japan", not "Maiden Japan")
+    missing = judge(text, [p for p in other if "Maiden Japan" not in p])
+    assert not missing.answered and missing.reason == "None of them mentions “Maiden Japan”."
+    assert not judge(text, []).answered
 
 
-def test_a_report_none_of_whose_sentences_stands_does_not_answer() -> None:
-    passages = ["Milvus is an open-source vector database built for similarity search at scale."]
-    rejected = [Citation(1, "Milvus was made by Oracle.", False, "“Oracle” is not in its source")]
-    verdict = judge("What is Milvus?", passages, rejected)
-    assert not verdict.answered and "None of the report's sentences is supported" in verdict.reason
-    assert judge("What is Milvus?", passages, [*rejected, Citation(1, "Milvus is a database.", True)]).answered
+def test_a_name_is_found_however_its_accents_are_written() -> None:
+    passage = "Aschenbrödel is an operetta by Johann Strauss II."
+    assert judge("Who composed Aschenbrodel?", [passage]).answered
+    assert judge("Who composed Aschenbrödel?", ["Aschenbrodel, an operetta."]).answered
 
 
 async def test_a_run_over_documents_about_something_else_says_they_do_not_answer() -> None:
@@ -66,7 +64,7 @@ async def test_a_run_over_documents_about_something_else_says_they_do_not_answer
     report = final.report
     assert report.answered is False
     body, _ = split_report(report.markdown)
-    assert body.startswith(f"### {NOT_ANSWERED} No passage found mentions “Pinecone”.")
+    assert body.startswith(f"### {NOT_ANSWERED} None of them mentions “Pinecone”.")
     assert report.open_questions[0].startswith(NOT_ANSWERED)
     assert report.answer == ""  # no short answer from near misses
     # the heading is not one of the report's sentences: they are still counted and checked as written
