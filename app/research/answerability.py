@@ -36,7 +36,8 @@ def judge(question: str, passages: Sequence[str]) -> Answerability:
     """Whether the run's ``passages`` (everything it found) can answer ``question``."""
     if not passages:
         return Answerability(False, "No passage was found relevant to it.")
-    grounding = ground(question, "\n".join(passages))
+    # a question's first word is often a verb ("List every …"), never a name alone
+    grounding = ground(question, "\n".join(passages), lone_opener=False)
     missing = [*grounding.missing_numbers, *grounding.missing_names]
     if missing:
         named = ", ".join(f"“{m}”" for m in missing[:3])

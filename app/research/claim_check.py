@@ -170,10 +170,11 @@ def _is_name(token: str, first: bool, following: str | None, known: set[str]) ->
     return token.lower() not in _STOP
 
 
-def _names(tokens: list[str], known: set[str], *, opens: bool = True) -> list[list[str]]:
+def _names(tokens: list[str], known: set[str], *, opens: bool = True, opener_names: bool = True) -> list[list[str]]:
     """The names of a piece of a claim: runs of name-like tokens, joined by "of", "de", …
     inside a run; ``opens``: the piece opens the sentence (its first word is capitalised
-    for that alone)."""
+    for that alone); ``opener_names`` False: that first word is never a name unless
+    written like one inside ("IVF_FLAT")."""
     spans: list[list[str]] = []
     current: list[str] = []
     for i, token in enumerate(tokens):
@@ -184,7 +185,12 @@ def _names(tokens: list[str], known: set[str], *, opens: bool = True) -> list[li
             and following is not None
             and _is_name(following, False, None, known)
         )
-        if joins or _is_name(token, opens and i == 0, following, known):
+        opener = opens and i == 0
+        if opener and not opener_names:
+            name = any(c.isupper() for c in token[1:]) and _number(token) is None
+        else:
+            name = _is_name(token, opener, following, known)
+        if joins or name:
             current.append(token)
         elif current:
             spans.append(current)
@@ -201,8 +207,10 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def ground(claim: str, passages: str) -> Grounding:
-    """How far the words of ``claim`` (a report sentence, citations removed) are in ``passages``."""
+def ground(claim: str, passages: str, *, lone_opener: bool = True) -> Grounding:
+    """How far the words of ``claim`` (a report sentence, citations removed) are in
+    ``passages``; ``lone_opener`` False: its capitalised first word ("List …", "Compare
+    Milvus …": a question's verb) is not taken for a name."""
     claim, passages = fold(claim), fold(passages)
     tokens = _TOKEN.findall(_CITATION.sub(" ", claim))
     lowered, stems, numbers = _vocabulary(passages)
@@ -217,7 +225,7 @@ def ground(claim: str, passages: str) -> Grounding:
     spans = [
         span
         for at, part in enumerate(_NAME_BREAK.split(_CITATION.sub(" ", claim)))
-        for span in _names(_TOKEN.findall(part), lowered, opens=at == 0)
+        for span in _names(_TOKEN.findall(part), lowered, opens=at == 0, opener_names=lone_opener)
     ]
     for span in spans:
         named.update(t.lower() for t in span)

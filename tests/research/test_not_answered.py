@@ -42,6 +42,13 @@ def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> No
     assert not judge(text, []).answered
 
 
+def test_a_question_that_opens_with_a_verb_is_not_asking_about_that_word() -> None:
+    passages = ["Milvus is licensed under Apache 2.0.", "Qdrant is licensed under Apache 2.0 too."]
+    assert judge("List every vector database with its licence.", passages).answered
+    assert judge("Compare Milvus and Qdrant.", passages).answered
+    assert not judge("Compare Milvus and Pinecone.", passages).answered
+
+
 def test_a_name_is_found_however_its_accents_are_written() -> None:
     passage = "Aschenbrödel is an operetta by Johann Strauss II."
     assert judge("Who composed Aschenbrodel?", [passage]).answered
