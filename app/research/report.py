@@ -396,7 +396,7 @@ class ReportWriter:
             citations=citations,
             open_questions=tuple(questions),
             removed_citations=removed,
-            answer=answer,
+            answer=answer if says_it else "",  # no answer from near misses, the hds model's included
             support=support,
             written_from=_renumbered(self.evidence, evidence, [n for n, _ in sources]),
             answer_from=_renumbered(self.evidence, evidence, answer_from),
