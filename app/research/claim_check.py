@@ -190,6 +190,9 @@ def _names(tokens: list[str], known: set[str], *, opens: bool = True, opener_nam
             name = any(c.isupper() for c in token[1:]) and _number(token) is None
         else:
             name = _is_name(token, opener, following, known)
+        if name and current and _acronym(token) != _acronym(current[-1]):
+            spans.append(current)  # an acronym is a name of its own: "EP" and "Maiden Japan"
+            current = []
         if joins or name:
             current.append(token)
         elif current:
@@ -198,6 +201,10 @@ def _names(tokens: list[str], known: set[str], *, opens: bool = True, opener_nam
     if current:
         spans.append(current)
     return spans
+
+
+def _acronym(token: str) -> bool:
+    return len(token) >= 2 and token.isupper()
 
 
 def fold(text: str) -> str:

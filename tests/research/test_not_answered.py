@@ -35,6 +35,8 @@ def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> No
     question, gold, other = paragraphs(shared_data)
     text = str(question["question"])
     assert judge(text, gold + other).answered
+    # an acronym beside a name is a name of its own ("EP", "Maiden Japan"), not "EP Maiden Japan"
+    assert judge("Where was the band that performed the live EP Maiden Japan formed?", gold).answered
     # the supporting paragraphs withheld: nothing found mentions the live EP asked about
     # (its distractors say "Iron Maiden" and "Japan", not "Maiden Japan")
     missing = judge(text, [p for p in other if "Maiden Japan" not in p])
