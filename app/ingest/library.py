@@ -415,9 +415,7 @@ class Library:
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts`` by the embedding model in use (what the claim check
         compares a report's sentences with their passages by)."""
-        embedder = await asyncio.to_thread(self.embedder)
-        loop = asyncio.get_running_loop()
-        return np.asarray(await loop.run_in_executor(self._embed_executor, embedder.embed, texts), dtype=np.float32)
+        return await self._retriever.embed(texts)
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in the order asked; ids not found left out."""

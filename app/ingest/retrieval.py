@@ -10,6 +10,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
+import numpy as np
+
 from app.core.errors import CollectionNotFound
 from app.core.ids import doc_id_of_chunk, make_chunk_id
 from app.core.models import Chunk, DocumentStatus, Hit
@@ -60,13 +62,17 @@ class Retriever:
             embedder = await asyncio.to_thread(self.embedder)
             for name in names:
                 await asyncio.to_thread(check_embedding_model, known[name], embedder)
-            vectors = await asyncio.get_running_loop().run_in_executor(
-                self.embed_executor, embedder.embed, list(queries)
-            )
+            vectors = await self.embed(list(queries), embedder)
         if len(names) == 1:
             return await asyncio.to_thread(self.store.search, names[0], list(queries), vectors, mode=mode, top_k=top_k)
         # several collections are ranked as one library (app/store/library_ranking.py)
         return await asyncio.to_thread(self.store.search_library, names, list(queries), vectors, mode=mode, top_k=top_k)
+
+    async def embed(self, texts: list[str], embedder: Embedder | None = None) -> np.ndarray:
+        """Vectors of ``texts`` by ``embedder`` (default: the one in use), on the embedding threads."""
+        chosen = embedder if embedder is not None else await asyncio.to_thread(self.embedder)
+        loop = asyncio.get_running_loop()
+        return np.asarray(await loop.run_in_executor(self.embed_executor, chosen.embed, texts), dtype=np.float32)
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (any collection), e.g. for the source viewer; in the order asked,

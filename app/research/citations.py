@@ -27,7 +27,7 @@ _STOPWORDS = (
     "his her we you your our i also such into about over under more most other some any all "
     "each "
 )
-_STOP = frozenset(_STOPWORDS.split())
+STOP_WORDS = frozenset(_STOPWORDS.split())  # words that say nothing of a claim's content
 UNSUPPORTED_MARK = "⚠"
 # the sections the engine appends after the model's text
 SOURCES_HEADING = "## Sources"
@@ -131,7 +131,7 @@ def sentences(markdown: str) -> list[Sentence]:
 
 
 def content_words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 2}
+    return {w.lower() for w in _WORD.findall(text) if w.lower() not in STOP_WORDS and len(w) > 2}
 
 
 def _insert_before_end(sentence: str, addition: str) -> str:

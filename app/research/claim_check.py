@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.models import Citation
+from app.research.citations import STOP_WORDS
 
 # what the report's header says checked it
 BY_WORDS = "word overlap"
@@ -60,14 +61,12 @@ def _word_set(*lines: str) -> frozenset[str]:
     return frozenset(_word_list(*lines))
 
 
-_STOP = _word_set(
-    "a an the and or but nor of to in on for with by from as at is are was were be been being it its",
-    "this that these those which who whom whose what when where why how not no yes can could may might will",
-    "would should shall do does did done has have had having than then there their they them he she his her",
-    "hers him we you your our us i me my also such into about over under more most other some any all each",
-    "both either neither only just very so too out up down off again once here same own few many much while",
-    "although though because since after before during until against between through within without upon",
-    # what a report says of its sources, and its connectives: not claims about the world
+# the citations' stop words, and more of the same kind: what a report says of its sources
+# and its connectives are not claims about the world
+_STOP = STOP_WORDS | _word_set(
+    "after again against although because before between both done down during either few having here",
+    "hers him just many me much my neither nor off once only out own same shall since so through too",
+    "until up upon us very while whose within without though",
     "according source sources document documents passage passages text states stated says said mentions",
     "mentioned notes noted indicates additionally furthermore moreover however therefore thus overall",
 )
@@ -139,12 +138,14 @@ def _number(token: str) -> str | None:
     return value
 
 
-def _vocabulary(text: str) -> tuple[set[str], set[str], set[str]]:
-    """(the lower-cased words, the stems, the numbers) of a passage; a hyphenated or
-    dotted token also counts by its parts."""
+def _vocabulary(text: str) -> tuple[set[str], set[str], set[str], str]:
+    """(the lower-cased words, the stems, the numbers, the words in order one space apart
+    with a space at each end) of a passage; a hyphenated or dotted token also counts by
+    its parts."""
     lowered: set[str] = set()
     numbers: set[str] = set()
-    for token in _TOKEN.findall(text):
+    tokens = _TOKEN.findall(text)
+    for token in tokens:
         lowered.add(token.lower().replace("’", "'"))
         for part in re.split(r"[.\-']", token):
             if part:
@@ -153,7 +154,8 @@ def _vocabulary(text: str) -> tuple[set[str], set[str], set[str]]:
         if number is not None:
             numbers.add(number)
         numbers.update(n.replace(",", "") for n in _NUMBER.findall(token))
-    return lowered, {stem(w) for w in lowered}, numbers
+    sequence = " " + " ".join(_plain(t) for t in tokens) + " "
+    return lowered, {stem(w) for w in lowered}, numbers, sequence
 
 
 def _is_name(token: str, first: bool, following: str | None, known: set[str]) -> bool:
@@ -220,7 +222,7 @@ def ground(claim: str, passages: str, *, lone_opener: bool = True) -> Grounding:
     Milvus …": a question's verb) is not taken for a name."""
     claim, passages = fold(claim), fold(passages)
     tokens = _TOKEN.findall(_CITATION.sub(" ", claim))
-    lowered, stems, numbers = _vocabulary(passages)
+    lowered, stems, numbers, sequence = _vocabulary(passages)
     missing_numbers = []
     for token in tokens:
         number = _number(token)
@@ -228,7 +230,6 @@ def ground(claim: str, passages: str, *, lone_opener: bool = True) -> Grounding:
             missing_numbers.append(token)
     missing_names = []
     named: set[str] = set()
-    sequence = _word_sequence(passages)
     spans = [
         span
         for at, part in enumerate(_NAME_BREAK.split(_CITATION.sub(" ", claim)))
@@ -255,11 +256,6 @@ def ground(claim: str, passages: str, *, lone_opener: bool = True) -> Grounding:
 def _plain(token: str) -> str:
     word = token.lower().replace("’", "'")
     return word[:-2] if word.endswith("'s") else word
-
-
-def _word_sequence(text: str) -> str:
-    """The passages' words, lower-cased, one space apart, with a space at each end."""
-    return " " + " ".join(_plain(t) for t in _TOKEN.findall(text)) + " "
 
 
 def _in_sequence(core: list[str], sequence: str) -> bool:

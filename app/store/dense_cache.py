@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from app.core.serial_import import serial_import
 from app.store.keyword_copy import KeywordIndex
+from app.store.shared_by_place import SharedByPlace
 
 log = logging.getLogger(__name__)
 
@@ -215,53 +214,25 @@ class DenseCache:
             return [[(self._chunk_of[row], score) for row, score in rows if row in self._chunk_of] for rows in found]
 
 
-@dataclass
-class _Shared:
-    users: int = 0
-    caches: dict[str, DenseCache] = field(default_factory=dict)
-
-
-_LOCK = threading.Lock()
-_BY_PATH: dict[str, _Shared] = {}
+_COPIES: SharedByPlace[DenseCache] = SharedByPlace()
 
 
 def acquire(path: str) -> dict[str, DenseCache]:
     """The copies of the collections in Milvus Lite file ``path`` (Milvus name → copy),
     shared by the stores open on it; :func:`release` when the store closes."""
-    with _LOCK:
-        shared = _BY_PATH.setdefault(path, _Shared())
-        shared.users += 1
-        return shared.caches
+    return _COPIES.acquire(path)
 
 
 def release(path: str, wait: float = 10.0) -> None:
     """A store on ``path`` closed; with the last, the copies are dropped: fills under way
     stop after the page they are reading (waited for up to ``wait`` seconds, so that none
     reads from a connection about to close)."""
-    with _LOCK:
-        shared = _BY_PATH.get(path)
-        if shared is None:
-            return
-        shared.users -= 1
-        if shared.users > 0:
-            return
-        del _BY_PATH[path]
-        dropped = list(shared.caches.values())
-        shared.caches.clear()
-    for cache in dropped:
-        cache.cancelled.set()
-    deadline = time.monotonic() + wait
-    for cache in dropped:
-        if cache.filler is not None and cache.filler is not threading.current_thread():
-            cache.filler.join(max(0.0, deadline - time.monotonic()))
+    _COPIES.release(path, wait)
 
 
 def drop(caches: dict[str, DenseCache], mname: str) -> None:
     """Collection ``mname`` is gone: forget its copy (a fill under way stops)."""
-    with _LOCK:
-        cache = caches.pop(mname, None)
-    if cache is not None:
-        cache.cancelled.set()
+    _COPIES.drop(caches, mname)
 
 
 def start_filling(
@@ -270,7 +241,7 @@ def start_filling(
     """Begin a copy of collection ``mname`` unless there is one: ``read()`` yields the
     rows' pages (:meth:`DenseCache.fill`; with their texts when ``keywords``); filled on
     a background thread."""
-    with _LOCK:
+    with _COPIES.lock:
         if mname in caches:
             return False
         cache = caches[mname] = DenseCache(dimension, keywords=keywords)
@@ -282,7 +253,7 @@ def start_filling(
             if cache.cancelled.is_set():  # the store closed under it
                 return
             log.exception("the in-memory copy of %s's vectors could not be filled; Milvus searches it", mname)
-            with _LOCK:
+            with _COPIES.lock:
                 if caches.get(mname) is cache:
                     del caches[mname]
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from app.store.bm25_analyzer import words
 from app.store.milvus_schema import BM25_B, BM25_K1
+from app.store.shared_by_place import SharedByPlace
 
 log = logging.getLogger(__name__)
 
@@ -173,53 +174,24 @@ def bm25_score(query: str, counts: Counter[str], library: LibraryWords) -> float
 # -- shared by the stores of one Milvus Lite file ----------------------------------------
 
 
-@dataclass
-class _Shared:
-    users: int = 0
-    stats: dict[str, WordStats] = field(default_factory=dict)
-
-
-_LOCK = threading.Lock()
-_BY_PLACE: dict[str, _Shared] = {}
+_STATS: SharedByPlace[WordStats] = SharedByPlace()
 
 
 def acquire(place: str) -> dict[str, WordStats]:
     """The statistics of the collections at ``place`` (a Milvus Lite file, or a server's
     URI: Milvus name → statistics), shared by the stores open on it; :func:`release`
     when the store closes."""
-    with _LOCK:
-        shared = _BY_PLACE.setdefault(place, _Shared())
-        shared.users += 1
-        return shared.stats
+    return _STATS.acquire(place)
 
 
 def release(place: str, wait: float = 10.0) -> None:
-    """A store on ``place`` closed; with the last, the statistics are dropped (counts
-    under way stop after their page, waited for up to ``wait`` seconds)."""
-    with _LOCK:
-        shared = _BY_PLACE.get(place)
-        if shared is None:
-            return
-        shared.users -= 1
-        if shared.users > 0:
-            return
-        del _BY_PLACE[place]
-        dropped = list(shared.stats.values())
-        shared.stats.clear()
-    for one in dropped:
-        one.cancelled.set()
-    deadline = time.monotonic() + wait
-    for one in dropped:
-        if one.filler is not None and one.filler is not threading.current_thread():
-            one.filler.join(max(0.0, deadline - time.monotonic()))
+    """A store on ``place`` closed; with the last, the statistics are dropped."""
+    _STATS.release(place, wait)
 
 
 def drop(stats: dict[str, WordStats], mname: str) -> None:
     """Collection ``mname`` is gone (or its statistics are out of date): forget them."""
-    with _LOCK:
-        one = stats.pop(mname, None)
-    if one is not None:
-        one.cancelled.set()
+    _STATS.drop(stats, mname)
 
 
 def start_counting(
@@ -227,7 +199,7 @@ def start_counting(
 ) -> WordStats:
     """The statistics of ``mname``, counted from ``read()`` (pages of chunk texts) unless
     they are there or being counted: here and now, or on a thread when ``background``."""
-    with _LOCK:
+    with _STATS.lock:
         existing = stats.get(mname)
         if existing is not None:
             return existing
@@ -237,7 +209,7 @@ def start_counting(
         try:
             one.fill(read())
         except Exception:
-            with _LOCK:
+            with _STATS.lock:
                 if stats.get(mname) is one:
                     del stats[mname]
             if not background:

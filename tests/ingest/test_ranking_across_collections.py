@@ -26,6 +26,7 @@ from app.ingest.library import Library
 DOCS, PDF, WIKI_BIG, WIKI_SMALL, WIKI_ONE = "milvus_docs", "milvus_pdf", "wiki_big", "wiki_small", "wiki_one"
 SMALL_QUESTIONS = 10  # the paragraphs of MuSiQue's first 10 questions make the small collection
 TOP_K = 10
+Musique = tuple[list[dict[str, str]], list[dict[str, object]]]  # the corpus and the questions
 
 
 def paragraph_file(i: int) -> str:
@@ -33,7 +34,7 @@ def paragraph_file(i: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def musique(shared_data: Path) -> tuple[list[dict[str, str]], list[dict[str, object]]]:
+def musique(shared_data: Path) -> Musique:
     corpus = json.loads((shared_data / "musique" / "corpus.json").read_text(encoding="utf-8"))
     questions = json.loads((shared_data / "musique" / "questions.json").read_text(encoding="utf-8"))
     return corpus, questions
@@ -42,7 +43,7 @@ def musique(shared_data: Path) -> tuple[list[dict[str, str]], list[dict[str, obj
 @pytest.fixture(scope="module")
 def library_paths(
     shared_data: Path,
-    musique: tuple[list[dict[str, str]], list[dict[str, object]]],
+    musique: Musique,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AppPaths:
     """Five collections ingested once: 270 Milvus pages, the Milvus PDF, the MuSiQue
@@ -119,14 +120,24 @@ async def test_a_newcomers_questions_find_the_documentation_first_not_the_small_
     assert {"install-overview.md", "milvus_lite.md"} <= {file_of(h) for h in everywhere[0][:6]}
 
 
-async def test_gold_recall_over_every_collection_matches_the_right_collection_alone(
-    library_paths: AppPaths, musique: tuple[list[dict[str, str]], list[dict[str, object]]]
-) -> None:
+@pytest.fixture(scope="module")
+def asked(musique: Musique) -> tuple[list[str], list[set[str]]]:
+    """Each MuSiQue question, and the files of its supporting paragraphs."""
     corpus, questions = musique
     index = {(p["title"], p["text"]): i for i, p in enumerate(corpus)}
-    texts = [str(q["question"]) for q in questions]
-    golds = [gold_files(q, index) for q in questions]
-    everywhere = await search(library_paths, texts, [DOCS, PDF, WIKI_BIG, WIKI_SMALL])
+    return [str(q["question"]) for q in questions], [gold_files(q, index) for q in questions]
+
+
+@pytest.fixture(scope="module")
+def everywhere(library_paths: AppPaths, asked: tuple[list[str], list[set[str]]]) -> list[list[Hit]]:
+    """Every question searched over the four collections (the Milvus ones and the two Wikipedia parts)."""
+    return asyncio.run(search(library_paths, asked[0], [DOCS, PDF, WIKI_BIG, WIKI_SMALL]))
+
+
+async def test_gold_recall_over_every_collection_matches_the_right_collection_alone(
+    library_paths: AppPaths, asked: tuple[list[str], list[set[str]]], everywhere: list[list[Hit]]
+) -> None:
+    texts, golds = asked
     in_small = await search(library_paths, texts[:SMALL_QUESTIONS], [WIKI_SMALL])
     in_big = await search(library_paths, texts[SMALL_QUESTIONS:], [WIKI_BIG])
     alone = in_small + in_big
@@ -146,10 +157,9 @@ async def test_gold_recall_over_every_collection_matches_the_right_collection_al
 
 
 async def test_two_collections_rank_as_the_same_passages_in_one_collection_would(
-    library_paths: AppPaths, musique: tuple[list[dict[str, str]], list[dict[str, object]]]
+    library_paths: AppPaths, asked: tuple[list[str], list[set[str]]]
 ) -> None:
-    _, questions = musique
-    texts = [str(q["question"]) for q in questions]
+    texts, _ = asked
     as_two = await search(library_paths, texts, [WIKI_BIG, WIKI_SMALL])
     as_one = await search(library_paths, texts, [WIKI_ONE])
     agreement = [
@@ -161,21 +171,16 @@ async def test_two_collections_rank_as_the_same_passages_in_one_collection_would
     assert sum(file_of(a[0]) == file_of(b[0]) for a, b in zip(as_two, as_one, strict=True)) >= 97
 
 
-async def test_a_collection_with_nothing_relevant_puts_no_hit_above_a_relevant_one(
-    library_paths: AppPaths, musique: tuple[list[dict[str, str]], list[dict[str, object]]]
+def test_a_collection_with_nothing_relevant_puts_no_hit_above_a_relevant_one(
+    asked: tuple[list[str], list[set[str]]], everywhere: list[list[Hit]]
 ) -> None:
-    corpus, questions = musique
-    index = {(p["title"], p["text"]): i for i, p in enumerate(corpus)}
-    texts = [str(q["question"]) for q in questions]
-    everywhere = await search(library_paths, texts, [DOCS, PDF, WIKI_BIG, WIKI_SMALL])
     offenders = []
-    for question, hits in zip(questions, everywhere, strict=True):
-        gold = gold_files(question, index)
+    for question, gold, hits in zip(*asked, everywhere, strict=True):
         ranks = [i for i, h in enumerate(hits) if file_of(h) in gold]
         if not ranks:
             continue
         # the Milvus collections hold nothing on these Wikipedia questions
         above = [h for h in hits[: max(ranks)] if h.chunk.collection in (DOCS, PDF)]
         if above:
-            offenders.append((question["question"], [(h.chunk.collection, file_of(h)) for h in above]))
+            offenders.append((question, [(h.chunk.collection, file_of(h)) for h in above]))
     assert not offenders, offenders
