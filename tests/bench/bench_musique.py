@@ -172,6 +172,7 @@ class Record:
     written: list[int] = field(default_factory=list)  # shown to the report writer
     cited: list[int] = field(default_factory=list)
     cited_prose: list[int] = field(default_factory=list)  # cited by the report's own sentences (not quotes)
+    quoted: list[int] = field(default_factory=list)  # quoted under the report ("What the sources say")
     used: list[int] = field(default_factory=list)  # read by the short answer
     calls: int = 0
     prompt_tokens: int = 0
@@ -203,6 +204,12 @@ class Record:
         found: list[int] = getattr(self, stage)
         return len(set(self.gold) & set(found)) / len(self.gold) if self.gold else 0.0
 
+    def precision(self, stage: str) -> float | None:
+        """Share of the paragraphs of ``stage`` (cited_prose, quoted) that are gold; None
+        when the stage holds none."""
+        found: list[int] = getattr(self, stage)
+        return len(set(self.gold) & set(found)) / len(found) if found else None
+
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
@@ -213,6 +220,14 @@ def cited_paragraphs(report: Any) -> list[int]:
     numbers = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
     numbers |= {c.number for c in report.citations}
     return paragraphs_of(report, numbers)
+
+
+_QUOTE = re.compile(r"^> “.*” \[(\d+)\]\s*$", re.MULTILINE)
+
+
+def quoted_numbers(markdown: str) -> set[int]:
+    """The sources quoted under the report ("What the sources say")."""
+    return {int(n) for n in _QUOTE.findall(markdown.split("## Sources", 1)[0])}
 
 
 def paragraphs_of(report: Any, numbers: Iterable[int]) -> list[int]:
@@ -260,6 +275,7 @@ async def run_one(
                 record.report = event.report.markdown
                 prose = sentences(split_report(event.report.markdown)[0])
                 record.cited_prose = paragraphs_of(event.report, {n for s in prose for n in s.numbers})
+                record.quoted = paragraphs_of(event.report, quoted_numbers(event.report.markdown))
                 record.judged = paragraphs_of(event.report, [e.number for e in event.report.evidence])
                 record.written = paragraphs_of(event.report, getattr(event.report, "written_from", ()))
                 record.used = paragraphs_of(event.report, getattr(event.report, "answer_from", ()))
@@ -387,16 +403,24 @@ def funnel_table(records: Sequence[Record], modes: Sequence[str]) -> str:
     lines = [
         "evidence funnel (gold-paragraph recall at each stage, mean):",
         "",
-        "| mode | " + " | ".join(FUNNEL) + " | cited by the prose | F1 |",
-        "|---" * (len(FUNNEL) + 3) + "|",
+        "| mode | " + " | ".join(FUNNEL) + " | cited by the prose | its precision | quoted | their precision | F1 |",
+        "|---" * (len(FUNNEL) + 6) + "|",
     ]
     for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
         rs = by_mode[mode]
         cells = " | ".join(f"{_mean(r.recall(stage) for r in rs):.2f}" for stage in FUNNEL)
         lines.append(
-            f"| {mode} | {cells} | {_mean(r.recall('cited_prose') for r in rs):.2f} | {_mean(r.f1 for r in rs):.2f} |"
+            f"| {mode} | {cells} | {_mean(r.recall('cited_prose') for r in rs):.2f} "
+            f"| {_precision(rs, 'cited_prose')} | {_mean(r.recall('quoted') for r in rs):.2f} "
+            f"| {_precision(rs, 'quoted')} | {_mean(r.f1 for r in rs):.2f} |"
         )
     return "\n".join(lines)
+
+
+def _precision(records: Sequence[Record], stage: str) -> str:
+    """Mean precision of ``stage`` over the records that have one, and how many do."""
+    values = [p for p in (r.precision(stage) for r in records) if p is not None]
+    return f"{_mean(values):.2f} ({len(values)}/{len(records)})" if values else "–"
 
 
 def _pair(olds: Sequence[Record], news: Sequence[Record], value: Any, fmt: str = ".2f") -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, make_chunk, verdicts
 
 from app.core.events import Finished
-from app.research.answerability import NOT_ANSWERED, judge
+from app.research.answerability import MIN_SIMILARITY, NOT_ANSWERED, Found, judge, nearest
 from app.research.citations import sentences, split_report
 from app.research.engine import ResearchEngine
 
@@ -42,6 +42,30 @@ def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> No
     missing = judge(text, [p for p in other if "Maiden Japan" not in p])
     assert not missing.answered and missing.reason == "None of them mentions “Maiden Japan”."
     assert not judge(text, []).answered
+
+
+def test_a_name_in_a_passage_s_title_counts_as_mentioned() -> None:
+    found = [Found("Maiden Japan", "It is a live EP by the English heavy metal band, recorded in Nagoya.")]
+    assert judge("Who performed the live EP Maiden Japan?", found).answered
+    assert not judge("Who performed the live EP Maiden Japan?", [found[0].text]).answered
+
+
+async def test_passages_on_other_subjects_only_do_not_answer_a_question_without_names() -> None:
+    embed = MemoryLibrary([]).embed  # the real embedding model (MiniLM)
+    question = "how long should bread dough rise before baking?"
+    near_miss = [
+        Found("Tax returns", "A tax return is filed once a year."),
+        Found("Bicycles", "A bicycle has two wheels."),
+    ]
+    on_topic = [Found("Sourdough", "The dough of sourdough bread rises for four to twelve hours before it is baked.")]
+    far = await nearest(question, near_miss, embed)
+    close = await nearest(question, on_topic, embed)
+    assert far is not None and close is not None and far < MIN_SIMILARITY <= close
+    assert judge(question, near_miss).answered  # no names to miss: the words alone cannot tell
+    verdict = judge(question, near_miss, far)
+    assert not verdict.answered and "close to what it asks" in verdict.reason
+    assert judge(question, on_topic, close).answered
+    assert await nearest(question, on_topic, None) is None  # no embedding model: words only
 
 
 def test_a_question_that_opens_with_a_verb_is_not_asking_about_that_word() -> None:
