@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from app.core.models import Citation, Evidence, SentenceSupport
 
 # [3], [1, 2], [1;2] — not a Markdown link "[1](...)"
+_LEADING_CITE = re.compile(r"^(\s*(?:[-*]\s+)?)(\[\d{1,4}(?:\s*[,;]\s*\d{1,4})*\])[:.]?\s+(\S.*?)\s*$")
 CITE_RE = re.compile(r"\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\()")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-']+")
@@ -401,4 +402,20 @@ def sources_section(cited: Sequence[Evidence]) -> str:
     for e in cited:
         title = f"{e.title} — " if e.title else ""
         lines.append(f"- [{e.number}] {title}{e.location}")
+    return "\n".join(lines)
+
+
+def citations_to_the_end(text: str) -> str:
+    """``text`` with a line's leading citation moved to the end of its sentence ("[2] Hall
+    was its first president." → "Hall was its first president [2]."): small models
+    number their lines by the passages' ids."""
+    lines = []
+    for line in text.splitlines():
+        match = _LEADING_CITE.match(line)
+        if match is None or CITE_RE.search(match.group(3)):
+            lines.append(line)
+            continue
+        lead, cite, rest = match.groups()
+        stop = rest[-1] if rest[-1] in ".!?" else "."
+        lines.append(f"{lead}{rest.rstrip('.!?').rstrip()} {cite}{stop}")
     return "\n".join(lines)

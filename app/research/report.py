@@ -159,10 +159,12 @@ CHAIN_RULES = (
     "You answer the user's question from the numbered passages, in plain sentences of Markdown, no HTML.",
     prompts.DATA_RULE,
     "The passages come in order: the first ones hold what the question names, the later ones follow "
-    "from them. For each passage, in order, write one short sentence that states what it says toward "
-    "the answer, and end it with that passage's id in square brackets, like [2], before the full stop. "
-    "Then write one last sentence that answers the question, ending with the ids it follows from, like [1, 2].",
-    "Cite only ids that appear. If the passages do not answer the question, say so in the last sentence.",
+    "from them. Write one line for each passage, in that order, then one line with the answer, in this form:\n"
+    "<what the first passage says that leads to the answer> [its id].\n"
+    "<what the next passage says that leads to the answer> [its id].\n"
+    "So, <the answer to the question> [the ids it follows from].",
+    "Each line is a plain sentence with its ids in square brackets at its end. Cite only ids that appear. "
+    "If the passages do not answer the question, say so in the last line.",
 )
 
 
@@ -355,6 +357,7 @@ class ReportWriter:
                 )
             body = await self.calls.stream_text(REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens)
             body = _drop_question_echo(prompts.strip_echo(body), self.question) or "The model wrote no report text."
+            body = cit.citations_to_the_end(body)
             if findings:
                 listed = findings_section(findings)
                 on_text("\n\n" + listed)
