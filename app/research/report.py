@@ -159,12 +159,11 @@ CHAIN_RULES = (
     "You answer the user's question from the numbered passages, in plain sentences of Markdown, no HTML.",
     prompts.DATA_RULE,
     "The passages come in order: the first ones hold what the question names, the later ones follow "
-    "from them. Write one line for each passage, in that order, then one line with the answer, in this form:\n"
-    "<what the first passage says that leads to the answer> [its id].\n"
-    "<what the next passage says that leads to the answer> [its id].\n"
-    "So, <the answer to the question> [the ids it follows from].",
-    "Each line is a plain sentence with its ids in square brackets at its end. Cite only ids that appear. "
-    "If the passages do not answer the question, say so in the last line.",
+    "from them. Write one line for each passage, in that order: a plain sentence that says what the "
+    "passage states toward the answer, ending with the passage's id in square brackets, like [2]. "
+    "Then write a last line that begins with 'So,' and answers the question, ending with the ids it "
+    "follows from, like [1, 2].",
+    "Cite only ids that appear. If the passages do not answer the question, say so in the last line.",
 )
 
 

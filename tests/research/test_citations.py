@@ -149,3 +149,15 @@ def test_the_citation_check_shows_each_source_once_cut_to_the_claims() -> None:
     assert "Claim 1 (source S1): Milvus was released in 2019." in prompt
     assert "Claim 2 (source S2): Qdrant is written in Rust." in prompt
     assert "Claim 3 (source S1): Zilliz released Milvus." in prompt
+
+
+def test_a_line_opened_by_its_passage_s_id_cites_it_at_its_end() -> None:
+    from app.research.citations import citations_to_the_end
+
+    text = "[1, 2] Hall was the first president.\n- [3] Leyton is in London\nSo, Hall [1].\n[4] Twice [4]."
+    assert citations_to_the_end(text).splitlines() == [
+        "Hall was the first president [1, 2].",
+        "- Leyton is in London [3].",
+        "So, Hall [1].",
+        "[4] Twice [4].",  # a line that cites at its end too is left as written
+    ]
