@@ -153,17 +153,16 @@ def findings_section(quotes: Sequence[tuple[int, str]]) -> str:
     return "\n".join(lines)
 
 
-# the writer's rules when it answers from the passages the answer rests on: it walks them
-# in order, one cited sentence each, so the report's own sentences cite the whole chain
+# the writer's rules when it answers from the passages the answer rests on (already
+# chosen, in the order of their chain: see ReportWriter._findings)
 CHAIN_RULES = (
-    "You answer the user's question from the numbered passages, in plain sentences of Markdown, no HTML.",
+    "You answer the user's question from the numbered passages, in one to three plain sentences of "
+    "Markdown, no HTML. The passages are quoted after your answer, so do not repeat them one by one.",
     prompts.DATA_RULE,
-    "The passages come in order: the first ones hold what the question names, the later ones follow "
-    "from them. Write one line for each passage, in that order: a plain sentence that says what the "
-    "passage states toward the answer, ending with the passage's id in square brackets, like [2]. "
-    "Then write a last line that begins with 'So,' and answers the question, ending with the ids it "
-    "follows from, like [1, 2].",
-    "Cite only ids that appear. If the passages do not answer the question, say so in the last line.",
+    "The passages come in order: the first ones hold what the question names, the later ones follow from "
+    "them. Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
+    "[2, 5], before the full stop. Cite only ids that appear. If the passages do not answer the "
+    "question, say so.",
 )
 
 
