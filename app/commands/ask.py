@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 async def _ask(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from app.commands.library_access import resolve_names
     from app.core.codec import to_jsonable
     from app.core.errors import FathomError
     from app.core.events import Failed, Finished, event_to_dict
@@ -118,6 +119,9 @@ async def _ask(args: argparse.Namespace) -> int:
     try:
         # what to search is checked before the model loads: an empty library costs nothing
         known = {c.name for c in await library.collections()}
+        args.collections = await resolve_names(library, args.collections)  # "milvus-docs" is milvus_docs
+        if args.collections:
+            scope = Scope(collections=tuple(args.collections))
         unknown = [c for c in args.collections if c not in known]
         if unknown:
             listing = ", ".join(sorted(known)) or "none yet"

@@ -1,4 +1,5 @@
-"""``fathom ingest PATH… --collection NAME``: add files and folders to a collection.
+"""``fathom ingest PATH… [--collection NAME]``: add files and folders to a collection
+(named after the first folder when no name is given, as the window names it).
 
 A progress bar on a terminal (stderr), one line per file otherwise; a summary
 of indexed / unchanged / skipped / failed files with reasons at the end. The
@@ -13,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from app.commands.ingest_progress import Display, follow, summary
-from app.commands.library_access import open_library
+from app.commands.library_access import open_library, resolve_names
 from app.commands.terminal import run_until_interrupted
+from app.core import collection_names
 
 if TYPE_CHECKING:
     from app.ingest.library import Library
@@ -22,7 +24,12 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to add")
-    parser.add_argument("--collection", "-c", required=True, metavar="NAME", help="collection to add them to")
+    parser.add_argument(
+        "--collection",
+        "-c",
+        metavar="NAME",
+        help="collection to add them to (default: named after the first folder, as the window names it)",
+    )
     parser.add_argument("--description", metavar="TEXT", help="what the collection holds (used to route questions)")
     parser.add_argument(
         "--describe", action="store_true", help="have the model write the description from a sample of chunks"
@@ -43,21 +50,41 @@ async def _run(args: argparse.Namespace) -> int:
     library = open_library(err)
     if library is None:
         return 2
+    paths = [Path(p) for p in args.paths]
     try:
+        given = args.collection or collection_names.name_for(paths)
+        (collection,) = await resolve_names(library, [given])
+        existed = any(c.name == collection for c in await library.collections())
+        if not args.collection:
+            print(f"Collection: {collection} (name another with --collection NAME)", file=err)
         try:
-            events = library.ingest([Path(p) for p in args.paths], args.collection, description=args.description)
+            events = library.ingest(paths, collection, description=args.description)
             finished, done = await follow(events, Display(err, quiet=args.quiet))
         except FathomError as exc:
             print(str(exc), file=err)
             return 2
+        nothing = finished is None or finished.indexed + finished.unchanged == 0
+        if nothing and not existed:  # a new collection that nothing went into is not kept
+            await _drop_if_empty(library, collection)
         if finished is None:
             return 1
-        print(summary(args.collection, finished, done), file=err)
+        print(summary(collection, finished, done), file=err)
         if args.describe and finished.indexed + finished.unchanged > 0:
-            await _describe(library, args.collection, err)
+            await _describe(library, collection, err)
     finally:
         await library.aclose()
     return 0 if finished.indexed + finished.unchanged > 0 else 1
+
+
+async def _drop_if_empty(library: Library, collection: str) -> None:
+    from app.core.errors import FathomError
+
+    try:
+        found = await library.collection(collection)
+        if found.documents == 0 and found.chunks == 0:
+            await library.remove_collection(collection)
+    except FathomError:
+        pass  # never made, or already gone
 
 
 async def _describe(library: Library, collection: str, err: TextIO) -> None:

@@ -9,6 +9,7 @@ they work while a Fathom window has the library open.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -38,6 +39,15 @@ def open_library(err: TextIO) -> Library | None:
     if library.recovery:
         print(f"Finished what an interrupted run left undone: {library.recovery.summary()}.", file=err)
     return library
+
+
+async def resolve_names(library: Library, names: Sequence[str]) -> list[str]:
+    """The collections ``names`` mean, each spelt as the library spells it (``milvus-docs``
+    → ``milvus_docs``: see :mod:`app.core.collection_names`)."""
+    from app.core.collection_names import resolve
+
+    existing = [c.name for c in await library.collections()]
+    return [resolve(name, existing) for name in names]
 
 
 def open_catalog_read_only(err: TextIO) -> tuple[Catalog | None, bool]:

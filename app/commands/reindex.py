@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     from app.commands.ingest_progress import Display, follow, summary
-    from app.commands.library_access import open_library
+    from app.commands.library_access import open_library, resolve_names
     from app.core.errors import FathomError
 
     err = sys.stderr
@@ -33,6 +33,7 @@ async def _run(args: argparse.Namespace) -> int:
     if library is None:
         return 2
     try:
+        (args.collection,) = await resolve_names(library, [args.collection])
         finished, done = await follow(library.reindex(args.collection), Display(err, quiet=args.quiet))
     except FathomError as exc:
         print(str(exc), file=err)

@@ -36,7 +36,7 @@ def _confirm(question: str) -> bool:
 async def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from app.commands.library_access import open_library
+    from app.commands.library_access import open_library, resolve_names
     from app.commands.terminal import short_path
     from app.core.errors import FathomError
 
@@ -45,7 +45,8 @@ async def _run(args: argparse.Namespace) -> int:
     if library is None:
         return 2
     try:
-        collection = await library.collection(args.collection)
+        (name,) = await resolve_names(library, [args.collection])
+        collection = await library.collection(name)
         if not args.document:
             question = (
                 f"Remove collection '{collection.name}' ({collection.documents} documents, "

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.commands.library_access import open_library
+    from app.commands.library_access import open_library, resolve_names
     from app.commands.terminal import short_path
     from app.core.errors import FathomError
 
@@ -52,7 +52,8 @@ async def _run(args: argparse.Namespace) -> int:
     if library is None:
         return 2
     try:
-        results = await library.search(args.queries, collections=args.collection, mode=args.mode, top_k=args.top_k)
+        names = await resolve_names(library, args.collection) if args.collection else None
+        results = await library.search(args.queries, collections=names, mode=args.mode, top_k=args.top_k)
     except FathomError as exc:
         print(str(exc), file=sys.stderr)
         return 2

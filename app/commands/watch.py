@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.commands.library_access import open_library
+    from app.commands.library_access import open_library, resolve_names
     from app.commands.watch_report import WatchReport
     from app.core.errors import FathomError
     from app.ingest.watch_loop import keep_in_step
@@ -58,6 +58,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     try:
         loop.add_signal_handler(signal.SIGINT, first_interrupt)
+        args.collection = await resolve_names(library, args.collection or [])
         if args.on or args.off:
             if not args.collection:
                 print("Say which collection: --collection NAME (repeat for several).", file=err)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.core import collection_names
 from app.core.errors import EmbeddingMismatch, FathomError
 from app.core.events import IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.core.models import Collection
@@ -44,20 +44,7 @@ Confirm = Callable[[str, str, str], Awaitable[bool]]  # title, text, details -> 
 MESSAGE_MS = 8000
 
 
-def collection_name_for(paths: Sequence[Path]) -> str:
-    """A collection name from what was dropped: the first folder's name; for one file,
-    the file's own name (its stem); for several files, their folder's name; else ``documents``."""
-    folder = next((path for path in paths if path.is_dir()), None)
-    if folder is not None:
-        base = folder.name
-    elif len(paths) == 1:
-        base = paths[0].stem
-    else:
-        base = paths[0].parent.name if paths else "documents"
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", base).strip("_").lower() or "documents"
-    if name[0].isdigit():
-        name = f"c_{name}"
-    return name[:60]
+collection_name_for = collection_names.name_for  # the window and `fathom ingest` name alike
 
 
 def _read_rows(library: Library, collections: list[Collection]) -> list[CollectionRow]:

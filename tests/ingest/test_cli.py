@@ -77,6 +77,27 @@ def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.Capture
     assert main(["ingest", str(folder / "empty.md"), "--collection", "empty"]) == 1
     out, err = capsys.readouterr()
     assert "Ingesting 1 file into 'empty'." in out + err
+    assert main(["ingest", str(folder / "nope"), "-c", "test"]) == 1
+    capsys.readouterr()
+    assert main(["collections", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # nothing went in: no empty collection is left behind
+
+
+def test_the_window_s_names_are_the_command_line_s(
+    tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = _docs(tmp_path / "milvus-docs", shared_data)
+    assert main(["ingest", str(docs)]) == 0  # no --collection: named after the folder, as the window names it
+    err = capsys.readouterr().err
+    assert "Collection: milvus_docs" in err and "Collection 'milvus_docs': 2 indexed" in err
+    for spelling in ("milvus-docs", "Milvus Docs", "milvus_docs"):  # the folder's spelling is the collection's
+        assert main(["search", "kelp forest growth", "-c", spelling, "--json"]) == 0, spelling
+        assert json.loads(capsys.readouterr().out)[0]["path"] == str(docs / "kelp.txt")
+    assert main(["ingest", str(docs / "kelp.txt"), "-c", "milvus-docs"]) == 0  # into the same collection
+    assert "Collection 'milvus_docs': 0 indexed (0 new chunks), 1 unchanged" in capsys.readouterr().err
+    assert main(["remove", "-c", "milvus-docs", "--yes"]) == 0
+    assert main(["collections", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
 
 
 def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
