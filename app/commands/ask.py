@@ -12,9 +12,13 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.research.modes import USER_MODES
+
+if TYPE_CHECKING:
+    from app.core.models import Budget
+    from app.core.settings import ResearchSettings
 
 # The tiny starter model loops on long outputs: keep its report short.
 STARTER_OPTIONS = {"report_max_tokens": 400}
@@ -33,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="search only this collection; repeat for several (default: all)",
     )
     parser.add_argument("--max-rounds", type=int, default=None, metavar="N", help="research rounds at most")
+    parser.add_argument(
+        "--subqueries", type=int, default=None, metavar="N", help="sub-queries per round at most (as in the window)"
+    )
+    parser.add_argument(
+        "--top-k", type=int, default=None, metavar="N", help="chunks retrieved per search (as in the window)"
+    )
     parser.add_argument("--max-seconds", type=float, default=None, metavar="S", help="wall-time budget")
     parser.add_argument("--max-tokens", type=int, default=None, metavar="N", help="token budget")
     parser.add_argument("--json", action="store_true", help="print the whole run (events, evidence) as JSON")
@@ -60,6 +70,21 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
+def run_budget(args: argparse.Namespace, research: ResearchSettings) -> Budget:
+    """The run's budget from ``fathom ask``'s options and the settings, by the window's rule
+    (:func:`app.research.budget.budget_from`)."""
+    from app.research.budget import budget_from
+
+    return budget_from(
+        research,
+        max_rounds=args.max_rounds,
+        max_subqueries=args.subqueries,
+        max_tokens=args.max_tokens,
+        max_seconds=args.max_seconds,
+        top_k=args.top_k,
+    )
+
+
 async def _ask(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -67,7 +92,7 @@ async def _ask(args: argparse.Namespace) -> int:
     from app.core.codec import to_jsonable
     from app.core.errors import FathomError
     from app.core.events import Failed, Finished, event_to_dict
-    from app.core.models import Budget, Scope
+    from app.core.models import Scope
     from app.core.paths import app_paths
     from app.core.settings import load_settings
     from app.ingest.library import Library
@@ -81,17 +106,13 @@ async def _ask(args: argparse.Namespace) -> int:
     if problem:
         print(problem, file=err)
     research = settings.research
-    budget = Budget(
-        max_rounds=args.max_rounds if args.max_rounds is not None else research.max_rounds,
-        max_subqueries=research.max_subqueries,
-        max_search_calls=research.max_search_calls,
-        max_tokens=args.max_tokens if args.max_tokens is not None else research.max_tokens,
-        max_seconds=args.max_seconds if args.max_seconds is not None else research.max_seconds,
-        max_concurrent_calls=research.max_concurrent_calls,
-        top_k=research.top_k,
-    )
-    if budget.max_rounds < 1:
-        print("--max-rounds must be at least 1.", file=err)
+    budget = run_budget(args, research)
+    for flag, value in (("--max-rounds", budget.max_rounds), ("--subqueries", budget.max_subqueries)):
+        if value < 1:
+            print(f"{flag} must be at least 1.", file=err)
+            return 2
+    if budget.top_k < 1:
+        print("--top-k must be at least 1.", file=err)
         return 2
     if not args.question.strip():  # said before any model loads, and no run is saved
         print(EMPTY_QUESTION, file=err)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from app.core.errors import BudgetExhausted, ModelTimeout
 from app.core.models import ZERO_USAGE, Budget, Usage
+from app.core.settings import ResearchSettings
 
 BUDGET_LABELS: dict[str, str] = {
     "max_rounds": "rounds",
@@ -28,6 +29,31 @@ BUDGET_LABELS: dict[str, str] = {
     "max_tokens": "tokens",
     "max_seconds": "wall time",
 }
+
+
+def budget_from(
+    defaults: ResearchSettings,
+    *,
+    max_rounds: int | None = None,
+    max_subqueries: int | None = None,
+    max_tokens: int | None = None,
+    max_seconds: float | None = None,
+    top_k: int | None = None,
+) -> Budget:
+    """A run's budget from the research settings and what the user set for this run
+    (None: the setting) — the one rule for the window and ``fathom ask``: the search
+    calls grow with rounds × sub-queries, so more rounds are never starved of searches."""
+    rounds = defaults.max_rounds if max_rounds is None else max_rounds
+    subqueries = defaults.max_subqueries if max_subqueries is None else max_subqueries
+    return Budget(
+        max_rounds=rounds,
+        max_subqueries=subqueries,
+        max_search_calls=max(defaults.max_search_calls, rounds * subqueries),
+        max_tokens=defaults.max_tokens if max_tokens is None else max_tokens,
+        max_seconds=defaults.max_seconds if max_seconds is None else max_seconds,
+        max_concurrent_calls=defaults.max_concurrent_calls,
+        top_k=defaults.top_k if top_k is None else top_k,
+    )
 
 
 REPORT_SHARE = 0.2  # of max_seconds, kept for writing the report

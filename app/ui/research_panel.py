@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from app.core.events import RunStarted
 from app.core.models import Budget, Collection, Scope
 from app.core.settings import ResearchSettings
+from app.research.budget import budget_from
 from app.ui.tree_model import DETAIL_ROLE, KIND_ROLE, ResearchTreeModel
 
 MODES: dict[str, str] = {
@@ -297,14 +298,12 @@ class ResearchPanel(QWidget):
         return Scope(tuple(name for name, action in self._scope_actions.items() if action.isChecked()))
 
     def budget(self) -> Budget:
-        d = self._defaults
-        return Budget(
+        return budget_from(
+            self._defaults,
             max_rounds=self.rounds.value(),
             max_subqueries=self.subqueries.value(),
-            max_search_calls=max(d.max_search_calls, self.rounds.value() * self.subqueries.value()),
             max_tokens=self.max_tokens.value(),
             max_seconds=float(self.max_minutes.value() * 60),
-            max_concurrent_calls=d.max_concurrent_calls,
             top_k=self.top_k.value(),
         )
 
