@@ -125,6 +125,9 @@ class LibraryPanel(QWidget):
         self.target = QComboBox()
         self.target.setObjectName("targetCollection")
         self.target.setEditable(True)
+        # as wide as the column allows, not as its longest item: the report gets the room
+        self.target.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.target.setMinimumContentsLength(12)
         self.target.setToolTip("The collection new documents go into; type a name to create one")
         self.target.addItem(NEW_COLLECTION)
 
@@ -166,15 +169,16 @@ class LibraryPanel(QWidget):
         target_row = QHBoxLayout()
         target_row.addWidget(QLabel("Add to:"))
         target_row.addWidget(self.target, 1)
-        buttons = QHBoxLayout()
-        for button in (
-            self.add_button,
-            self.add_files_button,
-            self.rescan_button,
-            self.remove_button,
-            self.repair_button,
-        ):
-            buttons.addWidget(button)
+        # two rows, so the library needs little width and the report gets the room
+        adding = QHBoxLayout()
+        for button in (self.add_button, self.add_files_button):
+            adding.addWidget(button)
+        upkeep = QHBoxLayout()
+        for button in (self.rescan_button, self.remove_button, self.repair_button):
+            upkeep.addWidget(button)
+        buttons = QVBoxLayout()
+        buttons.addLayout(adding)
+        buttons.addLayout(upkeep)
 
         layout = QVBoxLayout(self)
         layout.addWidget(title)

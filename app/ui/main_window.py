@@ -18,11 +18,12 @@ import importlib
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QRect, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -70,6 +71,8 @@ SCREEN_SHARE = 0.8  # the window opens at this share of the screen's available a
 MAX_SIZE = (1600, 1000)  # …but no larger
 WINDOW_STATE_FILE = "window.json"  # the window's size and place when it last closed
 WINDOW_STATE_VERSION = 1
+LIBRARY_COLUMN = 0  # the library and history, then the research, then the report
+COLUMN_SHARES = (24, 28, 48)  # percent of the width each column opens with
 
 
 class MainWindow(QMainWindow):
@@ -131,7 +134,7 @@ class MainWindow(QMainWindow):
         self.report_tabs.setObjectName("reportTabs")
         self.report_tabs.addTab(self.report, "Report")
         self.report_tabs.addTab(self.table, "Table")
-        right = QWidget()
+        self.report_column = right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 4, 4, 4)
         title = QLabel("Report")
@@ -141,12 +144,17 @@ class MainWindow(QMainWindow):
         right_layout.addWidget(self.report_tabs, 1)
         right_layout.addWidget(self.find_bar)
 
-        split = QSplitter(Qt.Orientation.Horizontal)
+        self.main_split = split = QSplitter(Qt.Orientation.Horizontal)
+        split.setObjectName("mainSplit")
         split.addWidget(self.left_tabs)
         split.addWidget(self.research_panel)
         split.addWidget(right)
-        split.setSizes([380, 500, 520])
         split.setChildrenCollapsible(False)
+        split.setCollapsible(LIBRARY_COLUMN, True)  # the library folds away (View → Library, Ctrl+L)
+        split.splitterMoved.connect(self._on_split_moved)
+        self._shares = [float(share) for share in COLUMN_SHARES]  # of the width, per column
+        self._library_share = float(COLUMN_SHARES[LIBRARY_COLUMN])  # the library's, while folded
+        self._placing = False
         self.setCentralWidget(split)
         self.source_viewer = SourceViewer(self, tasks=self.tasks)
 
@@ -219,6 +227,11 @@ class MainWindow(QMainWindow):
         menu = self.menuBar().addMenu("&Research")
         for act in (self.run_action, self.stop_action, self.find_action):
             menu.addAction(act)
+        self.library_action = action("Library", self.show_library, "Ctrl+L")
+        self.library_action.setCheckable(True)
+        self.library_action.setChecked(True)
+        self.library_action.setToolTip("Show or fold away the library and history column (Ctrl+L)")
+        self.menuBar().addMenu("&View").addAction(self.library_action)
 
     # -- size and place ---------------------------------------------------
     def fit_screen(self) -> None:
@@ -241,18 +254,84 @@ class MainWindow(QMainWindow):
         self.move(frame.topLeft())
 
     async def restore_geometry(self) -> bool:
-        """Put the window where it was when it last closed (read off the GUI thread); False when
-        nothing usable was saved (then it keeps the size it opened with)."""
+        """Put the window where it was when it last closed, its columns in the shares the
+        user left them (read off the GUI thread); False when nothing usable was saved (then
+        it keeps the size it opened with, its columns in :data:`COLUMN_SHARES`)."""
         saved = await run_blocking(read_window_state, self._state_file(), name="read the window's place")
-        return saved is not None and self.restoreGeometry(QByteArray(saved))
+        if saved is None:
+            return False
+        placed = self.restoreGeometry(QByteArray(saved.geometry))
+        if placed and saved.columns:
+            self._shares = list(saved.columns)
+            self._place_columns()
+            self.library_action.setChecked(self._shares[LIBRARY_COLUMN] > 0)
+        return placed
 
     async def save_geometry(self) -> None:
-        """Keep the window's size and place for the next start (written off the GUI thread)."""
+        """Keep the window's size and place, and its columns' shares, for the next start
+        (written off the GUI thread)."""
         geometry = self._closed_geometry or bytes(self.saveGeometry().data())
         try:
-            await run_blocking(write_window_state, self._state_file(), geometry, name="save the window's place")
+            await run_blocking(
+                write_window_state,
+                self._state_file(),
+                WindowState(geometry, tuple(self._shares)),
+                name="save the window's place",
+            )
         except OSError as exc:
             log.info("the window's place was not saved: %s", exc)
+
+    # -- columns ----------------------------------------------------------
+    # The columns keep their shares of the width: COLUMN_SHARES until the user drags a
+    # handle or folds the library away, then the user's, at any window size and the next start.
+
+    def show_library(self, shown: bool) -> None:
+        """Show the library column, or fold it away: its share goes to the research (a
+        third) and the report (two thirds), and comes back from them."""
+        shares = self._shares
+        if shown == (shares[LIBRARY_COLUMN] > 0):
+            self.library_action.setChecked(shown)
+            return
+        if shown:
+            width = self._library_share
+            shares[1], shares[2] = max(1.0, shares[1] - width / 3), max(1.0, shares[2] - width * 2 / 3)
+            shares[LIBRARY_COLUMN] = width
+        else:
+            width = self._library_share = shares[LIBRARY_COLUMN]
+            shares[1], shares[2], shares[LIBRARY_COLUMN] = shares[1] + width / 3, shares[2] + width * 2 / 3, 0.0
+        self._place_columns()
+        self.library_action.setChecked(shown)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_columns()
+
+    def _place_columns(self) -> None:
+        """The columns in their shares of the window's width, none below what it needs (the
+        report gets what the others leave), the library folded when its share is 0."""
+        split = self.main_split
+        width = split.width() - split.handleWidth() * (split.count() - 1)
+        columns = (self.left_tabs, self.research_panel, self.report_column)
+        least = [c.minimumSizeHint().width() if share else 0 for c, share in zip(columns, self._shares, strict=True)]
+        total = sum(self._shares) or 1.0
+        sizes = [max(m, round(width * share / total)) for m, share in zip(least, self._shares, strict=True)]
+        sizes[-1] = max(least[-1], width - sum(sizes[:-1]))
+        self._placing = True
+        try:
+            split.setSizes(sizes)
+        finally:
+            self._placing = False
+
+    def _on_split_moved(self, *_: object) -> None:
+        """A handle was dragged: the columns' new shares are the user's from now on."""
+        if self._placing:
+            return
+        sizes = self.main_split.sizes()
+        total = sum(sizes) or 1
+        self._shares = [100.0 * size / total for size in sizes]
+        if sizes[LIBRARY_COLUMN] > 0:
+            self._library_share = self._shares[LIBRARY_COLUMN]
+        self.library_action.setChecked(sizes[LIBRARY_COLUMN] > 0)  # dragged shut, or open again
 
     def _state_file(self) -> Path:
         return self.services.paths.config_dir / WINDOW_STATE_FILE
@@ -542,21 +621,39 @@ class MainWindow(QMainWindow):
         await self.services.aclose()
 
 
-def read_window_state(path: Path) -> bytes | None:
-    """The window geometry saved in ``path`` (None when absent, of another version or unreadable)."""
+@dataclass(frozen=True)
+class WindowState:
+    """What the window keeps between starts: its geometry (Qt's bytes) and its columns'
+    shares of the width."""
+
+    geometry: bytes
+    columns: tuple[float, ...] = ()  # empty: the columns as they open (COLUMN_SHARES)
+
+
+def read_window_state(path: Path) -> WindowState | None:
+    """The window state saved in ``path`` (None when absent, of another version or unreadable)."""
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
         if state.get("version") != WINDOW_STATE_VERSION:
             return None
-        return base64.b64decode(state["geometry"], validate=True)
+        columns = tuple(float(share) for share in state.get("columns", ()))
+        if columns and (len(columns) != len(COLUMN_SHARES) or min(columns) < 0 or sum(columns) <= 0):
+            columns = ()  # not this window's columns: they open as usual
+        return WindowState(base64.b64decode(state["geometry"], validate=True), columns)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def write_window_state(path: Path, geometry: bytes) -> None:
-    """Save the window geometry to ``path`` atomically (a temporary file renamed over it)."""
+def write_window_state(path: Path, state: WindowState) -> None:
+    """Save the window state to ``path`` atomically (a temporary file renamed over it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"version": WINDOW_STATE_VERSION, "geometry": base64.b64encode(geometry).decode("ascii")})
+    text = json.dumps(
+        {
+            "version": WINDOW_STATE_VERSION,
+            "geometry": base64.b64encode(state.geometry).decode("ascii"),
+            "columns": list(state.columns),
+        }
+    )
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)

@@ -125,6 +125,7 @@ class ResearchPanel(QWidget):
         self._followable: tuple[str, str] | None = None  # (latest run id, question) of the thread shown
 
         form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # narrow: fields under their labels
         row = QHBoxLayout()
         row.addWidget(self.mode)
         row.addWidget(QLabel("in"))

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from helpers import EngineServices, await_in_test, drive, drop_paths, run_to_the_end
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 
 from app.core.events import FileDone, IngestEvent, IngestFinished, IngestStarted
@@ -238,6 +239,61 @@ def test_the_window_reopens_where_it_was_closed(qtbot: Any, make_window: Callabl
     assert await_in_test(qtbot, second.restore_geometry())
     qtbot.waitUntil(lambda: second.size() == target, timeout=5_000)
     assert second.pos() == where
+
+
+def test_the_report_gets_the_room_and_the_columns_move_and_are_kept(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
+    window = make_window()
+    window.resize(1366, 728)  # 768 less a taskbar
+    qtbot.waitUntil(lambda: window.size().width() == 1366, timeout=5_000)
+    qtbot.waitExposed(window)
+    window.research_panel.mode.setCurrentIndex(window.research_panel.mode.findData("quick"))
+    window.research_panel.question.setPlainText(QUESTION)
+    run_to_the_end(qtbot, window, timeout_ms=30_000)
+    split = window.main_split
+    assert window.report_column.width() >= 0.45 * window.width(), split.sizes()  # the widest column
+    assert window.report_column.width() == max(split.sizes())
+    assert window.left_tabs.isVisible() and window.library_action.isChecked()
+
+    # the library folds away (View → Library, Ctrl+L) and comes back
+    before = window.report_column.width()
+    window.library_action.trigger()
+    qtbot.waitUntil(lambda: split.sizes()[0] == 0, timeout=5_000)
+    assert window.report_column.width() > before and not window.library_action.isChecked()
+    window.library_action.trigger()
+    qtbot.waitUntil(lambda: split.sizes()[0] > 0, timeout=5_000)
+    assert window.library_action.isChecked() and window.left_tabs.width() >= window.left_tabs.minimumSizeHint().width()
+
+    # the handle between the research and the report is dragged 60 px to the left
+    handle = split.handle(2)
+    start = handle.rect().center()
+    research, report = split.sizes()[1], split.sizes()[2]
+    QTest.mousePress(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)
+    QTest.mouseMove(handle, start - QPoint(60, 0))  # (the handle moves with it: one move, then let go there)
+    QTest.mouseRelease(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, handle.rect().center())
+    qtbot.waitUntil(lambda: split.sizes()[2] > report, timeout=5_000)
+    assert abs(split.sizes()[1] - (research - 60)) <= 2, (split.sizes(), research, report)
+    moved = split.sizes()
+
+    # a resize keeps the user's shares of the width; the next start opens with them
+    window.resize(1200, 728)
+    qtbot.waitUntil(lambda: window.size().width() == 1200, timeout=5_000)
+    window.resize(1366, 728)
+    qtbot.waitUntil(lambda: window.size().width() == 1366, timeout=5_000)
+    assert all(abs(a - b) <= 2 for a, b in zip(split.sizes(), moved, strict=True)), (split.sizes(), moved)
+    screen = window.screen()  # offscreen: 800×800; a saved place is kept within its screen
+    assert screen is not None
+    window.resize(min(1366, screen.availableGeometry().width() - 10), 600)
+    qtbot.waitUntil(lambda: window.width() < 1366, timeout=5_000)
+    window.close()
+    await_in_test(qtbot, window.save_geometry())
+    second = make_window()
+    assert await_in_test(qtbot, second.restore_geometry())
+    second.resize(1366, 728)  # (a size the offscreen screen cannot restore: columns at their least below it)
+    qtbot.waitUntil(lambda: second.size().width() == 1366, timeout=5_000)
+    shares = second.main_split.sizes()
+    assert all(abs(a - b) <= 2 for a, b in zip(shares, moved, strict=True)), (shares, moved)
 
 
 def test_a_damaged_window_state_is_ignored(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
