@@ -100,6 +100,7 @@ class ResearchSettings:
 class UiSettings:
     theme: str = "system"  # system | light | dark
     first_run_done: bool = False
+    dismissed_model_notice: str = ""  # the model whose notice was dismissed (another model's shows again)
 
 
 @dataclass(frozen=True)

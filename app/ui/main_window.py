@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import importlib
 import json
 import logging
@@ -71,6 +72,7 @@ SCREEN_SHARE = 0.8  # the window opens at this share of the screen's available a
 MAX_SIZE = (1600, 1000)  # …but no larger
 WINDOW_STATE_FILE = "window.json"  # the window's size and place when it last closed
 WINDOW_STATE_VERSION = 1
+MODEL_NOTICE_KEY = "model-notice:"  # a banner message's key: the model's notice, of this model
 LIBRARY_COLUMN = 0  # the library and history, then the research, then the report
 COLUMN_SHARES = (24, 28, 48)  # percent of the width each column opens with
 
@@ -188,6 +190,8 @@ class MainWindow(QMainWindow):
         runs.stateText.connect(self.state_label.setText)
         runs.counters.connect(self._show_counters)
         runs.problem.connect(self.banner.add)
+        runs.modelNotice.connect(self._on_model_notice)
+        self.banner.dismissed.connect(self._on_banner_dismissed)
         runs.message.connect(status.showMessage)
         runs.modelName.connect(self.model_label.setText)
         runs.historyChanged.connect(self.history_panel.set_runs)
@@ -533,6 +537,19 @@ class MainWindow(QMainWindow):
     def _on_download_finished(self, _key: str, message: str) -> None:
         self.download_bar.setVisible(bool(self.downloads.running()))
         self.statusBar().showMessage(message, 15000)
+
+    def _on_model_notice(self, text: str, model: str) -> None:
+        """The model's notice (the starter's), unless it was dismissed for this model."""
+        if model != self.services.settings.ui.dismissed_model_notice:
+            self.banner.add(text, key=MODEL_NOTICE_KEY + model)
+
+    def _on_banner_dismissed(self, keys: list[str]) -> None:
+        """A model's notice dismissed stays dismissed, across starts, until the model changes."""
+        models = [k.removeprefix(MODEL_NOTICE_KEY) for k in keys if k.startswith(MODEL_NOTICE_KEY)]
+        settings = self.services.settings
+        if models and models[-1] != settings.ui.dismissed_model_notice:
+            kept = dataclasses.replace(settings, ui=dataclasses.replace(settings.ui, dismissed_model_notice=models[-1]))
+            self.tasks.start(self.services.save_settings(kept), "remember the dismissed notice")
 
     def _on_download_failed(self, _key: str, message: str) -> None:
         self.download_bar.setVisible(bool(self.downloads.running()))

@@ -55,6 +55,7 @@ class RunController(QObject):
     stateText = Signal(str)  # what the run is doing, in a few words
     counters = Signal(str, str)  # tokens, elapsed time ("" when idle)
     problem = Signal(str)  # a problem to keep on screen (cannot run, the run failed)
+    modelNotice = Signal(str, str)  # what to know of the model (the starter's roughness), the model it is of
     message = Signal(str, int)  # a passing status message and how long to show it (ms)
     modelName = Signal(str)
     historyChanged = Signal(list)  # list[RunSummary]
@@ -126,7 +127,10 @@ class RunController(QObject):
             self._engine = engine
             self._run_id = new_run_id()
             if services.model_notice:
-                self.problem.emit(services.model_notice)
+                model = services.model
+                self.modelNotice.emit(
+                    services.model_notice, str(getattr(model, "model_path", "") or getattr(model, "model_name", ""))
+                )
             self.modelName.emit(getattr(services.model, "model_name", ""))
             stream = engine.run(
                 question,

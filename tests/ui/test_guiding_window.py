@@ -126,7 +126,7 @@ def test_run_on_nothing_to_search_says_add_documents_first_and_calls_no_model(
     with qtbot.waitSignal(window.runs.runningChanged, timeout=10_000, check_params_cb=lambda running: not running):
         window.research_panel.run_button.click()
 
-    shown = window.banner.label.text()
+    shown = window.banner.text()
     assert window.banner.isVisible() and shown.startswith("Add documents first: ") and said in shown
     assert "Drop a folder" in shown and "Add folder…" in shown  # what to do about it
     assert model.calls == [] and window.presenter.events == []  # no model call, no run
@@ -294,6 +294,52 @@ def test_the_report_gets_the_room_and_the_columns_move_and_are_kept(
     qtbot.waitUntil(lambda: second.size().width() == 1366, timeout=5_000)
     shares = second.main_split.sizes()
     assert all(abs(a - b) <= 2 for a, b in zip(shares, moved, strict=True)), (shares, moved)
+
+
+class NamedModel:
+    """The model the window's services hold (the engine has its own): a name, nothing to run."""
+
+    model_path = "/models/smollm2-135m.gguf"
+
+    async def aclose(self) -> None:
+        return None
+
+
+def run_quick(qtbot: Any, window: MainWindow) -> None:
+    window.research_panel.mode.setCurrentIndex(window.research_panel.mode.findData("quick"))
+    window.research_panel.question.setPlainText(QUESTION)
+    run_to_the_end(qtbot, window, timeout_ms=30_000)
+
+
+def test_the_starter_notice_is_one_line_and_once_dismissed_stays_so_until_the_model_changes(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
+    notice = "Using the starter model SmolLM2-135M-Instruct: a tiny model for a first try. " * 3
+    window = make_window()
+    window.resize(1366, 728)
+    services = window.services
+    services.model, services.model_notice = NamedModel(), notice  # type: ignore[assignment]
+    run_quick(qtbot, window)
+    banner = window.banner
+    assert banner.isVisible() and banner.text() == notice
+    banner.add("The settings file is not valid TOML. Fathom started with default settings.")
+    line = banner.label.fontMetrics().height()
+    assert banner.label.height() <= 2 * line  # one compact line, however many messages
+    assert banner.label.text().endswith("…") and banner.label.toolTip() == banner.text()  # the whole text on hover
+
+    banner.dismiss()  # ✕
+    qtbot.waitUntil(lambda: services.settings.ui.dismissed_model_notice == NamedModel.model_path, timeout=5_000)
+    run_quick(qtbot, window)
+    assert not banner.isVisible()  # not again on the next run
+    saved = app_paths().settings_file.read_text(encoding="utf-8")
+    assert NamedModel.model_path in saved  # nor on the next start
+
+    NamedModel.model_path = "/models/another.gguf"  # another model: its notice is news
+    try:
+        run_quick(qtbot, window)
+        assert banner.isVisible() and banner.text() == notice
+    finally:
+        NamedModel.model_path = "/models/smollm2-135m.gguf"
 
 
 def test_a_damaged_window_state_is_ignored(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:

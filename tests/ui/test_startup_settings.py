@@ -74,8 +74,8 @@ def test_an_invalid_settings_file_starts_with_defaults_and_says_so(qtbot: Any) -
     qtbot.addWidget(window)
     window.show()
     assert window.banner.isVisible()
-    assert "default settings" in window.banner.label.text()
-    assert str(paths.settings_file) in window.banner.label.text()
+    assert "default settings" in window.banner.text()
+    assert str(paths.settings_file) in window.banner.text()
 
 
 def test_settings_survive_a_restart(qtbot: Any, aloop: Any) -> None:
