@@ -27,8 +27,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QColor, QFont, QPalette, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QFont, QPalette, QShowEvent, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 OPEN_LABEL = "Open original"
 REVEAL_LABEL = "Show in folder"
 TEXT_TAB = "&Text"
+CITED_MARGIN_PX = 24  # of the text before the cited passage, above it when the viewer opens
 
 
 async def open_decision(path: str) -> OpenDecision | None:
@@ -80,6 +81,7 @@ class SourceViewer(QDialog):
         self, parent: QWidget | None = None, opener: FileOpener | None = None, *, tasks: TaskKeeper | None = None
     ) -> None:
         super().__init__(parent)
+        self._cited_at = 0  # where the cited passage starts in the text
         self._opener: FileOpener = opener if opener is not None else DesktopOpener(self)
         self._tasks = tasks if tasks is not None else TaskKeeper(lambda name, exc: log.warning("%s: %s", name, exc))
         self.decision: OpenDecision | None = None
@@ -209,7 +211,24 @@ class SourceViewer(QDialog):
         at = QTextCursor(self.text.document())
         at.setPosition(cited_at)
         self.text.setTextCursor(at)
-        self.text.ensureCursorVisible()
+        self._cited_at = cited_at
+        self._scroll_to_cited()
+        QTimer.singleShot(0, self._scroll_to_cited)  # again once the dialog is laid out and shown
+
+    def _scroll_to_cited(self) -> None:
+        """The cited passage at the top of the view (a line of the text before it above it),
+        not merely somewhere on screen: before the dialog is laid out, the view cannot know."""
+        document = self.text.document()
+        block = document.findBlock(self._cited_at)
+        if not block.isValid():
+            return
+        top = document.documentLayout().blockBoundingRect(block).top()
+        bar = self.text.verticalScrollBar()
+        bar.setValue(max(0, round(top) - CITED_MARGIN_PX))
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        QTimer.singleShot(0, self._scroll_to_cited)
 
     def cited_block_text(self) -> str:
         """The highlighted passage as the viewer shows it (tests)."""
