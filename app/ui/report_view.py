@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QTimer, QUrl, Signal
 from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
@@ -76,6 +76,15 @@ class ReportView(QTextBrowser):
         self._timer = QTimer(self)
         self._timer.setInterval(RENDER_INTERVAL_MS)
         self._timer.timeout.connect(self._flush)
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A new palette (the dark theme, the system's switch): the report is rendered again,
+        so its citation links take the new palette's link colour (a document keeps the
+        colours it was rendered with)."""
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self._markdown:
+            self._dirty = True
+            self._flush()
 
     # -- content ----------------------------------------------------------
     def markdown_text(self) -> str:

@@ -262,3 +262,35 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         assert headline in _pdf_text(export("report.pdf"))
     finally:
         runs.close()
+
+
+def test_a_theme_switch_recolours_the_open_report_s_citations(qtbot: Any, qapp: Any) -> None:
+    from PySide6.QtGui import QPalette
+
+    from app.ui.safe_document import fragments
+    from app.ui.theme import dark_palette
+
+    view = ReportView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    view.show()
+    support = sentence_support(REPORT, CITATIONS, "word and meaning overlap")
+    view.show_finished(REPORT, known={1, 2, 3, 4}, citations=CITATIONS, support=support)
+
+    def link_colours() -> set[str]:
+        doc = view.document()
+        return {
+            fmt.foreground().color().name()
+            for _, _, fmt in fragments(doc)
+            if fmt.isAnchor() and not fmt.fontStrikeOut()
+        }
+
+    light = qapp.palette()
+    try:
+        qapp.setPalette(dark_palette())
+        dark_link = dark_palette().color(QPalette.ColorRole.Link).name()
+        assert dark_link != light.color(QPalette.ColorRole.Link).name()
+        qtbot.waitUntil(lambda: link_colours() == {dark_link}, timeout=5_000)  # without reopening the report
+    finally:
+        qapp.setPalette(light)
+    qtbot.waitUntil(lambda: link_colours() == {light.color(QPalette.ColorRole.Link).name()}, timeout=5_000)
