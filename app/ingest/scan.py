@@ -2,8 +2,10 @@
 
 Hidden files and folders, symlink loops, files over the size limit, file types
 Fathom does not read, and names that are not valid UTF-8 are skipped, each
-with a sentence. The walk follows symbolic links but never enters a folder
-twice, so a link that points back up the tree cannot loop.
+with a sentence. Fathom's own folders (its data, settings and cache, and any other
+Fathom library's data folder) are never indexed, wherever they sit in what was given.
+The walk follows symbolic links but never enters a folder twice, so a link that points
+back up the tree cannot loop.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.core.paths import app_paths
 from app.ingest.file_types import why_not_read
 from app.ingest.paths import absolute, display_path
 
@@ -50,18 +53,41 @@ def is_valid_name(path: Path) -> bool:
 class _Rules:
     limit: int  # bytes: larger files are skipped
     ocr: bool  # images are read (by OCR) only when it is on
+    own: tuple[Path, ...] = ()  # Fathom's own folders: never indexed
+
+
+OWN_FOLDER = "Fathom's own data, settings or cache: never indexed."
+# a folder holding these is a Fathom library's data folder (this one's or another's)
+_LIBRARY_MARKS = (("fathom.lock",), ("catalog.sqlite", "milvus.db"))
+
+
+def own_folders() -> list[Path]:
+    """The folders Fathom writes to, in force now."""
+    paths = app_paths()
+    return [Path(os.path.realpath(p)) for p in (paths.data_dir, paths.config_dir, paths.cache_dir)]
+
+
+def is_own(path: Path, own: Sequence[Path]) -> bool:
+    """Whether ``path`` is (inside) one of Fathom's ``own`` folders, or a library's data folder."""
+    real = Path(os.path.realpath(path))
+    if any(real == folder or folder in real.parents for folder in own):
+        return True
+    return real.is_dir() and any(all((real / name).exists() for name in mark) for mark in _LIBRARY_MARKS)
 
 
 def scan(paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True) -> ScanResult:
     """Walk ``paths`` (files or folders); the files to index, sorted, each once."""
     result = ScanResult()
-    rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr)
+    rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr, own=tuple(own_folders()))
     seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
     for given in paths:
         root = absolute(given)
         info = _stat(root, result)
         if info is None:
+            continue
+        if is_own(root, rules.own):
+            result.skipped.append(Skipped(display_path(root), OWN_FOLDER))
             continue
         if stat.S_ISDIR(info.st_mode):
             _walk(root, result, rules, seen_files, seen_dirs)
@@ -112,6 +138,9 @@ def _walk(
             if entry_info is None:
                 continue
             if stat.S_ISDIR(entry_info.st_mode):
+                if is_own(path, rules.own):
+                    result.skipped.append(Skipped(display_path(path), OWN_FOLDER))
+                    continue
                 subfolders.append(path)
             elif stat.S_ISREG(entry_info.st_mode):
                 _consider_file(path, entry_info, result, rules, seen_files)

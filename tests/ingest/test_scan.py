@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from app.ingest.scan import scan
+import pytest
+
+from app.ingest.scan import OWN_FOLDER, scan
 
 
 def _reasons(result: object) -> dict[str, str]:
@@ -57,3 +59,34 @@ def test_a_missing_path_is_reported(tmp_path: Path) -> None:
     result = scan([tmp_path / "nowhere"], max_file_mb=10)
     assert result.files == []
     assert result.skipped[0].reason == "The path does not exist."
+
+
+def test_fathom_s_own_folders_and_other_libraries_are_never_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enter in a folder picker once indexed a FATHOM_HOME's parent: its catalog, its
+    search index and its exported reports with it."""
+    home = tmp_path / "fathom-home"
+    monkeypatch.setenv("FATHOM_HOME", str(home))
+    for folder, name in (
+        ("data", "catalog.sqlite"),
+        ("data/exports", "report.md"),
+        ("config", "notes.md"),
+        ("cache", "page.md"),
+    ):
+        (home / folder).mkdir(parents=True, exist_ok=True)
+        (home / folder / name).write_text("# Fathom's own\n", encoding="utf-8")
+    other = tmp_path / "old-library"  # another Fathom library's data folder
+    other.mkdir()
+    for name in ("catalog.sqlite", "milvus.db"):
+        (other / name).write_bytes(b"")
+    (other / "exports.md").write_text("# an export\n", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("# Mine\n", encoding="utf-8")
+
+    result = scan([tmp_path], max_file_mb=2)
+    assert [f.path.name for f in result.files] == ["notes.md"]
+    reasons = _reasons(result)
+    assert {reasons[name] for name in ("data", "config", "cache", "old-library")} == {OWN_FOLDER}
+    # given directly, or a file inside: refused the same
+    inside = scan([home / "data" / "exports", home / "config" / "notes.md"], max_file_mb=2)
+    assert inside.files == [] and {s.reason for s in inside.skipped} == {OWN_FOLDER}
