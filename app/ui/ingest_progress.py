@@ -28,6 +28,7 @@ from app.ui.tooltips import plain_tooltip
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 4
 MAX_FILE_ROWS = 400
+STOPPING = "Stopping…"
 SHOWN_SKIPPED = 20  # skipped files listed in the summary's tooltip; the rest are counted
 _MARKS = {"indexed": "✓", "unchanged": "=", "skipped": "–", "failed": "✗", "removed": "−"}
 
@@ -80,6 +81,7 @@ class IngestProgressView:
         self.failures.hide()
         self._file_rows: dict[str, QListWidgetItem] = {}
         self.skipped: list[tuple[str, str]] = []  # (path, reason) of this ingest's skipped files
+        self._stopping = False  # Stop was pressed; the controller has not said it stopped yet
 
     def bar_row(self) -> QHBoxLayout:
         row = QHBoxLayout()
@@ -103,8 +105,11 @@ class IngestProgressView:
         self.progress.setRange(0, 0)  # busy until the file count is known
         self.progress.setFormat(doing)
         self.current_label.setText("")
+        self._stopping = False
 
     def stopped(self, text: str, clear_line: bool) -> None:
+        self._stopping = False
+        self.progress.setRange(0, 1)  # not busy: stopped
         self.progress.setFormat(text)
         if clear_line:
             self.current_label.setText("")
@@ -121,7 +126,19 @@ class IngestProgressView:
         self.progress.setValue(1)
         self.progress.setFormat("Repair done" if consistent else "Repair: problems remain")
 
+    @property
+    def is_stopping(self) -> bool:
+        return self._stopping
+
+    def stopping(self) -> None:
+        """Stop was pressed: said at once, and Stop cannot be pressed again meanwhile."""
+        self._stopping = True
+        self.stop_button.setEnabled(False)
+        self.progress.setFormat(STOPPING)
+
     def show_event(self, event: IngestEvent) -> None:
+        if self._stopping and isinstance(event, (FileStarted, IngestProgress)):
+            return
         if isinstance(event, IngestStarted):
             self.progress.setRange(0, max(event.total_files, 1))
             self.progress.setValue(0)
@@ -133,7 +150,10 @@ class IngestProgressView:
         elif isinstance(event, IngestProgress):
             self.progress.setRange(0, max(event.total_files, 1))
             self.progress.setValue(event.done_files)
-            eta = "" if event.eta_s is None else f" — ETA {duration(event.eta_s)}"
+            if self._stopping:
+                return  # what was under way as Stop was pressed: old news
+            working = event.done_files < event.total_files
+            eta = f" — ETA {duration(event.eta_s)}" if event.eta_s is not None else " — ETA estimating…" * working
             self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
             ocr = f" — {event.ocr}" if event.ocr else ""
             self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far{ocr}")
@@ -159,7 +179,9 @@ class IngestProgressView:
         detail = f"{event.chunks} chunks" if event.status == "indexed" else event.status
         if event.reason:
             detail += f": {event.reason}"
-        self._file_row(event.path).setText(f"{_MARKS.get(event.status, '·')} {short_path(event.path, 3)} — {detail}")
+        row = self._file_row(event.path)
+        row.setText(f"{_MARKS.get(event.status, '·')} {short_path(event.path, 3)} — {detail}")
+        row.setToolTip(plain_tooltip(f"{event.path}\n{detail}"))  # the reason in full, however narrow the list
         if event.status == "failed":
             self._add_failure(event.path, event.reason)
         elif event.status == "skipped":

@@ -65,6 +65,7 @@ class LibraryController(QObject):
     progressStarted = Signal(str)  # what is being done, until the first event says how much
     ingestEvent = Signal(object)  # IngestEvent
     ingestFinished = Signal(object)  # IngestFinished
+    stopping = Signal()  # Stop was pressed: said at once, before the indexing has stopped
     stopped = Signal(str, bool)  # what the stop means, whether the current line is cleared
     failed = Signal(str)
     repaired = Signal(object, object)  # CheckResult before, after
@@ -78,6 +79,7 @@ class LibraryController(QObject):
         self._confirm = confirm
         self._library: Library | None = None
         self._ingest_task: asyncio.Task[Any] | None = None
+        self.queued: list[tuple[list[Path], str | None]] = []  # paths added while an indexing ran
         self.collections: list[Collection] = []
         self.last_finished: IngestFinished | None = None
         self.last_progress: IngestProgress | None = None
@@ -156,6 +158,11 @@ class LibraryController(QObject):
     def idle(self) -> bool:
         """The library is open and nothing is being indexed or repaired."""
         return self._library is not None and not self.ingesting
+
+    @property
+    def can_add(self) -> bool:
+        """Folders and files can be added: now, or queued after the indexing under way."""
+        return self._library is not None
 
     async def wait_until_idle(self) -> None:
         """Return once the indexing, re-index or repair in progress (if any) has ended."""
@@ -236,6 +243,7 @@ class LibraryController(QObject):
     # -- indexing ---------------------------------------------------------
     def _start(self, work: Coroutine[Any, Any, None], name: str) -> None:
         self._ingest_task = self._tasks.start(work, name)
+        self._ingest_task.add_done_callback(lambda _task: self._start_queued())
         self.busyChanged.emit()
 
     def _ended(self) -> None:
@@ -250,12 +258,23 @@ class LibraryController(QObject):
 
     def add_paths(self, paths: list[Path], collection: str | None = None) -> None:
         """Index dropped or chosen paths into ``collection`` (None: one named by
-        :func:`collection_name_for`); ignored while an ingest runs or before the library is open."""
-        if self._library is None or self.ingesting or not paths:
-            if self.ingesting:
-                self._say("Wait for the current indexing to finish, or stop it.")
+        :func:`collection_name_for`); while an indexing runs they are queued and indexed
+        after it (a repair, a re-index: the same); ignored before the library is open."""
+        if self._library is None or not paths:
+            return
+        if self.ingesting:
+            self.queued.append((list(paths), collection))
+            name = paths[0].name + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
+            self._say(f"Queued {name}: indexed when the current indexing ends ({len(self.queued)} waiting).")
+            self.busyChanged.emit()
             return
         self._start(self._add(paths, collection), "indexing")
+
+    def _start_queued(self) -> None:
+        """The next queued paths, once nothing else runs."""
+        if self.queued and not self.ingesting and self._library is not None:
+            paths, collection = self.queued.pop(0)
+            self._start(self._add(paths, collection), "indexing")
 
     async def _add(self, paths: list[Path], collection: str | None) -> None:
         found, missing = await run_blocking(_split_existing, paths, name="look at the paths to index")
@@ -291,8 +310,15 @@ class LibraryController(QObject):
             self.reindex(name)
             await self.wait_until_idle()
 
-    def stop_ingest(self) -> None:
+    def stop_ingest(self, *, said: bool = True) -> None:
+        """Stop the indexing under way (it resumes where it stopped next time) and drop the
+        queued ones; ``said``: the panel says so at once (not while the window closes)."""
+        dropped, self.queued = len(self.queued), []
+        if dropped and said:
+            self._say(f"Stopped; {count(dropped, 'queued folder')} not indexed.")
         if self.ingesting and self._ingest_task is not None:
+            if said:
+                self.stopping.emit()
             self._ingest_task.cancel()
 
     async def _run_ingest(self, paths: list[Path], collection: str, *, how: str = "ingest") -> None:

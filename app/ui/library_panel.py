@@ -197,6 +197,7 @@ class LibraryPanel(QWidget):
         c.catalogChanged.connect(self._show)
         c.progressStarted.connect(ingest.start)
         c.ingestEvent.connect(ingest.show_event)
+        c.stopping.connect(ingest.stopping)
         c.stopped.connect(ingest.stopped)
         c.failed.connect(ingest.failed)
         c.repaired.connect(self._show_repair)
@@ -216,18 +217,19 @@ class LibraryPanel(QWidget):
     def _update_enabled(self) -> None:
         idle = self.controller.idle
         selected = self._selected()
-        self.add_button.setEnabled(idle)
-        self.add_files_button.setEnabled(idle)
-        self.drop_zone.setEnabled(idle)
-        self.drop_zone.setAcceptDrops(idle)
+        can_add = self.controller.can_add  # while an indexing runs, what is added is queued
+        self.add_button.setEnabled(can_add)
+        self.add_files_button.setEnabled(can_add)
+        self.drop_zone.setEnabled(can_add)
+        self.drop_zone.setAcceptDrops(can_add)
         self.rescan_button.setEnabled(idle and selected is not None)
         self.remove_button.setEnabled(idle and selected is not None)
         self.rescan_action.setEnabled(self.rescan_button.isEnabled())
         self.remove_action.setEnabled(self.remove_button.isEnabled())
         self.reindex_action.setEnabled(idle and selected is not None and selected[0] == "collection")
         self.repair_button.setEnabled(idle)
-        self.ingest.stop_button.setEnabled(self.controller.ingesting)
-        self.target.setEnabled(idle)
+        self.ingest.stop_button.setEnabled(self.controller.ingesting and not self.ingest.is_stopping)
+        self.target.setEnabled(can_add)
 
     def _selected(self) -> tuple[str, str, str] | None:
         """(kind, collection, doc_id) of the selected row."""

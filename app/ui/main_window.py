@@ -629,7 +629,7 @@ class MainWindow(QMainWindow):
         the library and model (after the window closed)."""
         self._closing = True
         self.runs.close()
-        self.library_controller.stop_ingest()
+        self.library_controller.stop_ingest(said=False)
         await self.library_controller.stop_following()
         self.downloads.cancel_all()
         await self.save_geometry()

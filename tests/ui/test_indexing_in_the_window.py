@@ -74,3 +74,43 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
     details = html.unescape(summary.toolTip())  # a plain-text tooltip, escaped
     assert "Milvus Intro/song.mp3: Fathom does not read '.mp3' files." in details
     assert "Milvus Intro/tool.exe: Fathom does not read '.exe' files." in details
+
+
+def test_stop_is_said_at_once_and_done_within_two_seconds(qtbot: Any, window: MainWindow, shared_data: Path) -> None:
+    """A real ingest of the Milvus docs (270 files): Stop says "Stopping…" at once and
+    cannot be pressed twice; the indexing has stopped 2 s later; until the rate rests on a
+    few files the time left is "estimating…", not a guess."""
+    panel = window.library_panel
+    formats: list[str] = []
+    panel.controller.ingestEvent.connect(lambda _event: formats.append(panel.ingest.progress.format()))
+    entered, dropped = drop_paths(panel.drop_zone, [shared_data / "milvus-docs"])
+    assert entered and dropped
+    qtbot.waitUntil(
+        lambda: panel.controller.last_progress is not None and panel.controller.last_progress.done_files >= 3,
+        timeout=300_000,
+    )
+    assert any("ETA estimating…" in shown for shown in formats), formats[:20]
+    panel.ingest.stop_button.click()
+    assert panel.ingest.progress.format() == "Stopping…" and not panel.ingest.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=2_000)
+    assert panel.ingest.progress.format().startswith("Stopped") and not panel.ingest.stop_button.isEnabled()
+
+
+def test_a_folder_added_while_another_indexes_waits_its_turn(
+    qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path
+) -> None:
+    first = make_docs_folder(shared_data, tmp_path / "Milvus Intro", broken=False)
+    second = tmp_path / "notes"
+    second.mkdir()
+    (second / "kelp.md").write_text("# Kelp\n\nKelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    panel = window.library_panel
+    done: list[str] = []
+    panel.controller.ingestFinished.connect(lambda finished: done.append(finished.collection))
+    entered, dropped = drop_paths(panel.drop_zone, [first])
+    assert entered and dropped and panel.controller.ingesting
+    assert panel.add_button.isEnabled()  # not greyed for the whole indexing
+    entered, dropped = drop_paths(panel.drop_zone, [second])
+    assert entered and dropped and len(panel.controller.queued) == 1  # queued, not refused
+    qtbot.waitUntil(lambda: done == ["milvus_intro", "notes"], timeout=600_000)
+    qtbot.waitUntil(lambda: panel.collection_index("notes").isValid(), timeout=10_000)
+    assert panel.controller.queued == []

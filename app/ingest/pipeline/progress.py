@@ -12,6 +12,10 @@ from typing import TypedDict
 from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
 
 PROGRESS_INTERVAL_S = 0.25  # at most this often an IngestProgress
+# no time left is said until the rate rests on this many files and seconds after the first
+# (the first file pays for starting the converters: a rate from it alone is far off)
+ETA_MIN_FILES = 5
+ETA_MIN_S = 10.0
 
 
 class Counts(TypedDict):
@@ -77,6 +81,7 @@ class Progress:
         self.work_total = 0
         self.work_done = 0
         self.work_started: float | None = None
+        self.first_done_at: float | None = None  # when the first file was through
         self.current = ""
         self.ocr = ""
         self.ocr_path = ""  # the file ``ocr`` speaks of
@@ -127,6 +132,8 @@ class Progress:
     def work_finished(self) -> None:
         """One file that needed converting is through (stored, or failed)."""
         self.work_done += 1
+        if self.work_done == 1:
+            self.first_done_at = time.monotonic()
 
     def file_done(self, path: str, status: str, chunks: int = 0, reason: str = "") -> None:
         self.tally.count(path, status, chunks, reason)
@@ -143,8 +150,7 @@ class Progress:
         if self.work_started is not None and self.work_done:
             spent = now - self.work_started
             rate = self.work_done / spent if spent > 0 else 0.0
-            left = self.work_total - self.work_done
-            eta = left / rate if rate > 0 else None
+            eta = self._time_left(now)
         elif self.work_total == 0:
             eta = 0.0
         self.emit(
@@ -159,6 +165,19 @@ class Progress:
                 eta_s=eta,
             )
         )
+
+    def _time_left(self, now: float) -> float | None:
+        """Seconds left at the rate since the first file was through; None ("estimating")
+        until that rate rests on :data:`ETA_MIN_FILES` files and :data:`ETA_MIN_S` seconds."""
+        left = self.work_total - self.work_done
+        if left <= 0:
+            return 0.0
+        if self.first_done_at is None:
+            return None
+        since, through = now - self.first_done_at, self.work_done - 1
+        if through < ETA_MIN_FILES or since < ETA_MIN_S:
+            return None
+        return left * since / through
 
     def run_finished(self) -> None:
         self.update(force=True)
