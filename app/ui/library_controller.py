@@ -29,6 +29,7 @@ from app.core import collection_names
 from app.core.errors import EmbeddingMismatch, FathomError
 from app.core.events import IngestEvent, IngestFinished, IngestProgress, IngestStarted
 from app.core.models import Collection
+from app.ingest.folder_size import DropSize, drop_size
 from app.ui.folder_follower import FolderFollower
 from app.ui.formatting import count
 from app.ui.library_model import CollectionRow, library_rows
@@ -284,6 +285,10 @@ class LibraryController(QObject):
             self._ingest_task = None
             self.busyChanged.emit()
             return
+        size = await run_blocking(drop_size, found, name="count the files to index")
+        if size.worth_asking and not await self._confirm_large(found, size):
+            self._say("Not indexed.")
+            return
         if collection is None:
             collection = await run_blocking(collection_name_for, found, name="name the collection")
         await self._run_ingest(found, collection)
@@ -292,6 +297,21 @@ class LibraryController(QObject):
             watched = {c.name: c.watched for c in await library.collections()}
             if watched.get(collection):
                 await self.folders.follow(library, collection)
+
+    async def _confirm_large(self, paths: list[Path], size: DropSize) -> bool:
+        """Ask before indexing a home folder, a disk or thousands of files, saying how many."""
+        if size.broad is None:
+            what = str(paths[0]) if len(paths) == 1 else f"these {len(paths)} folders and files"
+        elif size.broad == Path(size.broad.anchor):
+            what = f"the whole disk {size.broad}"
+        else:
+            what = f"your home folder {size.broad}"
+        return await self._confirm(
+            "Index all of it?",
+            f"Index {what}? It holds {size.said()}.",
+            "Indexing that many can take hours and fills the library with files you may not want "
+            "searched. To index part of it, add its folders one by one.",
+        )
 
     def rescan(self, collection: str) -> None:
         """Index new and changed files of ``collection``, drop deleted ones."""

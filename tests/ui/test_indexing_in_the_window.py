@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import drop_paths, make_docs_folder, started_window
+from helpers import answer_confirmation, drop_paths, make_docs_folder, started_window
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 
+from app.ingest.folder_size import ASK_ABOVE_FILES
 from app.ingest.indexing_state import IndexingState
 from app.ui.library_panel import INDEXING_ROLE
 from app.ui.main_window import MainWindow
@@ -114,3 +115,25 @@ def test_a_folder_added_while_another_indexes_waits_its_turn(
     qtbot.waitUntil(lambda: done == ["milvus_intro", "notes"], timeout=600_000)
     qtbot.waitUntil(lambda: panel.collection_index("notes").isValid(), timeout=10_000)
     assert panel.controller.queued == []
+
+
+@pytest.mark.parametrize("case", ["home folder", "thousands of files"])
+def test_a_home_folder_or_thousands_of_files_are_indexed_only_when_the_user_says_so(
+    qtbot: Any, window: MainWindow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    folder = tmp_path / "everything"
+    folder.mkdir()
+    if case == "home folder":
+        (folder / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+        monkeypatch.setenv("HOME", str(folder))
+    else:
+        for i in range(ASK_ABOVE_FILES + 1):
+            (folder / f"n{i}.txt").write_text("x\n", encoding="utf-8")
+    panel = window.library_panel
+    entered, dropped = drop_paths(panel.drop_zone, [folder])
+    assert entered and dropped
+    question = answer_confirmation(qtbot, window, yes=False)
+    said = "your home folder" if case == "home folder" else f"{ASK_ABOVE_FILES + 1:,} files"
+    assert question.startswith("Index ") and said in question, question
+    qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=10_000)
+    assert not panel.collection_index("everything").isValid()  # nothing indexed, no collection made
