@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 Confirm = Callable[[str, str, str], Awaitable[bool]]  # title, text, details -> yes
 MESSAGE_MS = 8000
+ROWS_WHILE_INDEXING_S = 3.0  # the collections' rows are read again this often while indexing
 
 
 collection_name_for = collection_names.name_for  # the window and `fathom ingest` name alike
@@ -81,6 +83,7 @@ class LibraryController(QObject):
         self._library: Library | None = None
         self._ingest_task: asyncio.Task[Any] | None = None
         self.queued: list[tuple[list[Path], str | None]] = []  # paths added while an indexing ran
+        self._rows_read_at = 0.0  # when the rows were last read while indexing (monotonic)
         self.collections: list[Collection] = []
         self.last_finished: IngestFinished | None = None
         self.last_progress: IngestProgress | None = None
@@ -389,6 +392,9 @@ class LibraryController(QObject):
         self.ingestEvent.emit(event)
         if isinstance(event, (IngestStarted, IngestProgress)):
             self._update_indexing()
+        if isinstance(event, IngestProgress) and time.monotonic() - self._rows_read_at >= ROWS_WHILE_INDEXING_S:
+            self._rows_read_at = time.monotonic()  # the rows' counts grow as documents are stored
+            self._tasks.start(self.refresh(), "refresh the library")
         if isinstance(event, IngestFinished):
             self._say(finished_sentence(event))
             self.ingestFinished.emit(event)

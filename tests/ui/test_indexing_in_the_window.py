@@ -91,6 +91,15 @@ def test_stop_is_said_at_once_and_done_within_two_seconds(qtbot: Any, window: Ma
         timeout=300_000,
     )
     assert any("ETA estimating…" in shown for shown in formats), formats[:20]
+
+    def counted() -> bool:  # the collection's row counts what is stored, while indexing
+        index = panel.collection_index("milvus_docs")
+        documents = str(index.siblingAtColumn(1).data() or "").replace(",", "") if index.isValid() else ""
+        chunks = str(index.siblingAtColumn(2).data() or "").replace(",", "") if index.isValid() else ""
+        return documents.isdigit() and int(documents) > 0 and chunks.isdigit() and int(chunks) > 0
+
+    qtbot.waitUntil(counted, timeout=60_000)
+    assert panel.controller.ingesting
     panel.ingest.stop_button.click()
     assert panel.ingest.progress.format() == "Stopping…" and not panel.ingest.stop_button.isEnabled()
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=2_000)
