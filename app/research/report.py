@@ -28,7 +28,6 @@ from app.core.models import Chunk, Citation, Evidence, EvidenceStatus, Report, S
 from app.llm.base import Message
 from app.research import answerability, follow_up, phases, prompts
 from app.research import citations as cit
-from app.research.answer_basis import basis
 from app.research.budget import RunAccount, describe_stop
 from app.research.citation_check import check_citations
 from app.research.claim_check import ClaimCheck, Embed, check_claims, with_model_vote
@@ -36,7 +35,7 @@ from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
 from app.research.run_events import RunEvents
 from app.research.snippets import SourceView, evidence_excerpts, focused
-from app.research.writer_evidence import Passage, chain_focus, passages_of, writer_numbers
+from app.research.writer_evidence import chain_focus, passages_of, writer_numbers
 
 REPORT_MAX_TOKENS = 900
 REPORT_NODE = "report"
@@ -153,41 +152,24 @@ def findings_section(quotes: Sequence[tuple[int, str]]) -> str:
     return "\n".join(lines)
 
 
-# the writer's rules when it answers from the passages the answer rests on (already
-# chosen, in the order of their chain: see ReportWriter._findings)
-CHAIN_RULES = (
-    "You answer the user's question from the numbered passages, in one to three plain sentences of "
-    "Markdown, no HTML. The passages are quoted after your answer, so do not repeat them one by one.",
-    prompts.DATA_RULE,
-    "The passages come in order: the first ones hold what the question names, the later ones follow from "
-    "them. Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
-    "[2, 5], before the full stop. Cite only ids that appear. If the passages do not answer the "
-    "question, say so.",
-)
-
-
 def findings_report_messages(
     question: str, evidence: EvidenceRegistry, findings: Sequence[tuple[int, str]], guidance: str, earlier: str = ""
 ) -> list[Message]:
     """The report writer's prompt when the passages the answer rests on were picked
-    first (:meth:`ReportWriter._findings`): each one's quote, fenced under its id and title,
-    in the order of the chain they make (see :data:`CHAIN_RULES`)."""
+    first (:meth:`ReportWriter._findings`): each one's quote, fenced under its id and title."""
     docs = "\n".join(prompts.fence(n, fact, max_chars=400, title=_title(evidence, n)) for n, fact in findings)
     return [
-        prompts.system(*CHAIN_RULES, follow_up.REPORT_RULE if earlier else ""),
+        prompts.system(
+            "You answer the user's question from the numbered passages, in one to three plain sentences of "
+            "Markdown, no HTML. The passages are quoted after your answer, so do not repeat them one by one.",
+            prompts.DATA_RULE,
+            "Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
+            "[2, 5], before the full stop. Cite only ids that appear. If the findings do not answer the "
+            "question, say so.",
+            follow_up.REPORT_RULE if earlier else "",
+        ),
         prompts.user(prompts.question_block(question), earlier, docs, guidance),
     ]
-
-
-def rested_on(question: str, shown: Sequence[Passage], picked: Sequence[int]) -> list[int]:
-    """The passages the answer rests on: of the model's ``picked``, those the passages'
-    own words bear out (:func:`app.research.answer_basis.basis`: anchored on the question,
-    chained by links), in chain order. When the two share none, the words decide (a
-    small model picks near misses); when the words find nothing, the model's picks stand."""
-    grounded = basis(question, shown)
-    if not grounded:
-        return list(picked)
-    return [n for n in grounded if n in picked] or grounded
 
 
 def _title(evidence: EvidenceRegistry, number: int) -> str:
@@ -472,9 +454,6 @@ class ReportWriter:
         )
         raw = value.get("sources", []) if isinstance(value, dict) else []
         picked = list(dict.fromkeys(n for n in (raw if isinstance(raw, list) else []) if n in numbers))
-        if picked:
-            by_number = {p.number: p for p in passages}
-            picked = rested_on(self.question, [by_number[n] for n in numbers if n in by_number], picked)
         quotes = []
         for n in picked:
             text = focused(self.evidence.text(n), f"{self.question} {focus.get(n, '')}", QUOTE_CHARS)
