@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import platform
 import re
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.llm.gguf_info import GgufError, GgufInfo, read_gguf_info
 
-__all__ = ["LocalModel", "ModelFolder", "find_local_models", "known_model_folders"]
+__all__ = ["LocalModel", "ModelFolder", "add_model_file", "find_local_models", "known_model_folders"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +188,31 @@ def _resolve(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return path.absolute()
+
+
+def add_model_file(source: Path, models_dir: Path, *, link: bool) -> Path:
+    """Put a GGUF file into Fathom's models folder, linked (the file stays where it is)
+    or copied (written beside as ``.part``, renamed when whole); its header is read
+    first, so a file that is not a GGUF model is refused with the reason
+    (:class:`GgufError`). Returns the path in the models folder; a file already there
+    (by name, of the same size) is left as it is."""
+    name = Path(source).name  # the name the user knows it by (a link's, not its target's)
+    source = _resolve(Path(source))
+    read_gguf_info(source)  # refuses what llama.cpp could not load, before anything is written
+    models_dir.mkdir(parents=True, exist_ok=True)
+    target = models_dir / name
+    if target.exists() or target.is_symlink():
+        if _resolve(target) == source or (target.is_file() and target.stat().st_size == source.stat().st_size):
+            return target
+        raise GgufError(f"The models folder already has another file named {name}.")
+    if link:
+        target.symlink_to(source)
+        return target
+    partial = target.with_name(target.name + ".part")
+    try:
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return target

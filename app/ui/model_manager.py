@@ -11,13 +11,16 @@ the configured Ollama (on this machine by default): downloads start only on a cl
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -143,6 +146,12 @@ class ModelManagerDialog(QDialog):
         self.remove_button = QPushButton("Remove…")
         self.remove_button.setObjectName("removeModel")
         self.remove_button.clicked.connect(self.remove_selected)
+        self.add_file_button = QPushButton("Add a GGUF file…")
+        self.add_file_button.setObjectName("addModelFile")
+        self.add_file_button.setToolTip(
+            "A GGUF model file on this computer: copied or linked into Fathom's models folder"
+        )
+        self.add_file_button.clicked.connect(self.choose_model_file)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Look at the model folders and Ollama again (and fetch a catalog URL)")
         self.refresh_button.clicked.connect(lambda: self.refresh(fetch_catalog=True))
@@ -152,6 +161,7 @@ class ModelManagerDialog(QDialog):
         for button in (self.use_button, self.download_use_button, self.download_button, self.pull_button):
             buttons.addWidget(button)
         buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.add_file_button)
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
         buttons.addWidget(close)
@@ -308,6 +318,52 @@ class ModelManagerDialog(QDialog):
         self.saved.emit(new)
         self.message.setText(f"Research now uses {row.name}.")
         await self.refresh()
+
+    def choose_model_file(self) -> None:
+        """Pick a GGUF file, then choose to copy it into Fathom's models folder or link it."""
+        name, _ = QFileDialog.getOpenFileName(self, "Add a GGUF model file", "", "GGUF models (*.gguf);;All files (*)")
+        if not name:
+            return
+        box = QMessageBox(
+            QMessageBox.Icon.Question, "Add a model file", f"Add {Path(name).name} to Fathom's models?", parent=self
+        )
+        box.setObjectName("copyOrLink")
+        box.setInformativeText(
+            "Copy: Fathom keeps its own copy (the file may move or go). "
+            "Link: no second copy on disk; the file must stay where it is."
+        )
+        copy = box.addButton("Copy", QMessageBox.ButtonRole.AcceptRole)
+        link = box.addButton("Link", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def chosen(button: object) -> None:
+            if button in (copy, link):
+                self._tasks.start(self.add_model_file(Path(name), link=button is link), "add a model file")
+
+        box.buttonClicked.connect(chosen)
+        box.open()
+
+    async def add_model_file(self, path: Path, *, link: bool) -> Path | None:
+        """Copy or link ``path`` into the models folder (off the GUI thread), list it and select it."""
+        from app.llm.model_folders import add_model_file
+
+        self.message.setText(f"{'Linking' if link else 'Copying'} {path.name}…")
+        try:
+            adding = functools.partial(add_model_file, path, self._services.paths.models_dir, link=link)
+            added = await run_blocking(adding, name="add a model file")
+        except (FathomError, OSError) as exc:
+            self.message.setText(f"{path.name} was not added: {exc}")
+            return None
+        await self.refresh()
+        rows = self.inventory.rows if self.inventory is not None else []
+        for index, row in enumerate(rows):
+            if row.path and Path(row.path).name == added.name:
+                self.table.selectRow(index)
+        self.message.setText(
+            f"{path.name} is added ({'linked' if link else 'copied'}): press Use for research to use it."
+        )
+        return added
 
     def download_selected(self, *, use_when_done: bool) -> None:
         row = self.selected_row()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -267,3 +268,36 @@ def test_settings_keep_the_catalog_and_open_the_manager_without_overwriting_its_
     assert button is not None and button.isEnabled()
     button.click()
     assert opened == [True] and not dialog.isVisible()  # closed unsaved: the manager's choice stands
+
+
+@pytest.mark.parametrize("link", [True, False])
+def test_a_gguf_file_on_this_computer_is_added_from_the_dialog_and_used(
+    qtbot: Any, aloop: Any, catalog: Path, starter_model_path: Path, tmp_path: Path, link: bool
+) -> None:
+    """Offline, without the terminal or Settings: "Add a GGUF file…", copy or link, use."""
+    elsewhere = tmp_path / "downloads" / "my-model.gguf"  # a file the user has, outside every model folder
+    elsewhere.parent.mkdir()
+    shutil.copyfile(starter_model_path, elsewhere)  # (not the starter's own file: that one is in use)
+    services = services_without_ollama()
+    errors: list[str] = []
+    dialog, _downloads = manager_for(qtbot, services, errors)
+    assert dialog.add_file_button.isVisible() and dialog.add_file_button.isEnabled()
+    task = dialog._tasks.start(dialog.add_model_file(elsewhere, link=link), "add")  # as the Copy/Link choice does
+    qtbot.waitUntil(task.done, timeout=60_000)
+    added = services.paths.models_dir / "my-model.gguf"
+    assert task.result() == added and added.is_symlink() == link and added.stat().st_size > 1_000_000
+    assert "my-model.gguf is added" in dialog.message.text()
+    row = dialog.selected_row()
+    assert row is not None and Path(row.path).name == "my-model.gguf"  # listed and selected
+    with qtbot.waitSignal(dialog.saved, timeout=10_000):
+        dialog.use_button.click()
+    assert Path(services.settings.model.llamacpp.model_path).name == "my-model.gguf"
+
+    # not a GGUF model: refused with the reason, nothing written
+    bogus = tmp_path / "notes.gguf"
+    bogus.write_bytes(b"not a model")
+    task = dialog._tasks.start(dialog.add_model_file(bogus, link=link), "add")
+    qtbot.waitUntil(task.done, timeout=10_000)
+    assert task.result() is None and "notes.gguf was not added" in dialog.message.text()
+    assert not (services.paths.models_dir / "notes.gguf").exists()
+    assert not errors
