@@ -40,7 +40,7 @@ from app.ui.tooltips import plain_tooltip
 
 _Index = QModelIndex | QPersistentModelIndex
 
-COLUMNS = ("Collection / document", "Documents", "Chunks", "Description")
+COLUMNS = ("Collection / document", "Docs", "Chunks", "Description")  # short: the name gets the width
 DESCRIPTION_COLUMN = 3
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # "collection" | "document"
 NAME_ROLE = Qt.ItemDataRole.UserRole + 2  # the collection's name (a document's: its collection's)
@@ -503,7 +503,10 @@ class LibraryModel(QAbstractItemModel):
                 )
             if column == 0 and offline:
                 return plain_tooltip(offline)
-            return DESCRIPTION_TOOLTIP if column == DESCRIPTION_COLUMN else None
+            if column == DESCRIPTION_COLUMN:  # the column is narrow: the whole description on hover
+                written = item.cells[DESCRIPTION_COLUMN]
+                return plain_tooltip(f"{written}\n\n{DESCRIPTION_TOOLTIP}" if written else DESCRIPTION_TOOLTIP)
+            return None
         if role == Qt.ItemDataRole.ForegroundRole:
             return self.greyed if indexing else None
         if role == KIND_ROLE:

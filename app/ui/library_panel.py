@@ -114,7 +114,7 @@ class LibraryPanel(QWidget):
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
         header.setResizeContentsPrecision(0)  # fit the rows on screen, not the first 1,000 (each asks the model)
         header.setStretchLastSection(False)
-        header.resizeSection(3, 110)
+        header.resizeSection(3, 72)  # (wider by dragging; the whole description is in the tooltip)
         self.tree.doubleClicked.connect(self._on_double_click)
         self.tree.selectionModel().selectionChanged.connect(self._update_enabled)
         self.tree.verticalScrollBar().valueChanged.connect(self._fetch_in_sight)

@@ -52,8 +52,9 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
     assert library is not None
     catalog = {c.name: c for c in await_in_test(qtbot, library.collections())}
 
-    def counts_shown() -> bool:  # the row added while indexing gets its counts from the next read of the list
-        return cell(panel, "milvus_intro", 1) != "" and not panel.model.updating
+    def counts_shown() -> bool:  # the row's counts grow while indexing; the last read of the list has them all
+        documents = f"{catalog['milvus_intro'].documents:,}"
+        return cell(panel, "milvus_intro", 1) == documents and not panel.model.updating
 
     qtbot.waitUntil(counts_shown, timeout=10_000)
     assert cell(panel, "milvus_intro", 1) == f"{catalog['milvus_intro'].documents:,}"
