@@ -159,8 +159,8 @@ class ResearchPanel(QWidget):
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.tree.header().setStretchLastSection(False)
-        self.tree.header().resizeSection(1, 150)
-        self.tree.header().resizeSection(2, 130)
+        self.tree.header().resizeSection(1, 120)  # the step (indented, with its mark) keeps the rest
+        self.tree.header().resizeSection(2, 110)
         self.tree_model.rowsInserted.connect(self._expand_new)
         self.tree_model.modelReset.connect(self._clear_detail)  # a new run (or one reopened): nothing selected
         self.tree.selectionModel().currentChanged.connect(self._show_detail)
