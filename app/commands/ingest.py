@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--describe", action="store_true", help="have the model write the description from a sample of chunks"
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
+    parser.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="index a home folder, a disk's root or more than 3,000 files without asking",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,10 +53,12 @@ async def _run(args: argparse.Namespace) -> int:
     from app.core.errors import FathomError
 
     err = sys.stderr
+    paths = [Path(p) for p in args.paths]
+    if not args.yes and not _all_of_it_wanted(paths, err):
+        return 1
     library = open_library(err)
     if library is None:
         return 2
-    paths = [Path(p) for p in args.paths]
     try:
         given = args.collection or collection_names.name_for(paths)
         (collection,) = await resolve_names(library, [given])
@@ -74,6 +82,32 @@ async def _run(args: argparse.Namespace) -> int:
     finally:
         await library.aclose()
     return 0 if finished.indexed + finished.unchanged > 0 else 1
+
+
+def _all_of_it_wanted(paths: list[Path], err: TextIO) -> bool:
+    """As the window does: a home folder, a disk's root or thousands of files are indexed
+    only when the user says so (asked on a terminal; elsewhere ``--yes``)."""
+    from app.ingest.folder_size import drop_size
+
+    size = drop_size([p for p in paths if p.exists()])
+    if not size.worth_asking:
+        return True
+    if size.broad is None:
+        what = f"{paths[0]}" if len(paths) == 1 else "these paths"
+    elif size.broad == Path(size.broad.anchor):
+        what = f"the whole disk {size.broad}"
+    else:
+        what = f"your home folder {size.broad}"
+    question = f"Index {what}? It holds {size.said()}; that can take hours."
+    if sys.stdin.isatty():
+        try:
+            answer = input(f"{question} [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() in ("y", "yes"):
+            return True
+    print(f"{question} Not indexed: add --yes to index all of it, or give its folders one by one.", file=err)
+    return False
 
 
 async def _drop_if_empty(library: Library, collection: str) -> None:

@@ -130,3 +130,25 @@ def test_the_summary_counts_skipped_files_and_says_why(tmp_path: Path, capsys: p
     (folder / ".secret.txt").unlink()
     assert main(["ingest", str(folder), "--collection", "mixed", "--quiet"]) == 0
     assert "0 indexed (0 new chunks), 1 unchanged, 1 skipped (not a format Fathom reads)" in capsys.readouterr().err
+
+
+def test_a_home_folder_or_thousands_of_files_need_yes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    many = tmp_path / "downloads"
+    many.mkdir()
+    for i in range(3_001):
+        (many / f"n{i}.txt").write_text("x\\n", encoding="utf-8")
+    assert main(["ingest", str(many)]) == 1  # no terminal to ask on: said, nothing indexed
+    err = capsys.readouterr().err
+    assert f"Index {many}? It holds 3,001 files" in err and "add --yes" in err
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "note.md").write_text("# Kelp\\n\\nKelp forests grow fast.\\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    assert main(["ingest", str(home), "-c", "mine"]) == 1
+    assert f"Index your home folder {home}?" in capsys.readouterr().err
+    assert main(["collections", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # asked, not answered: nothing made
+    assert main(["ingest", str(home), "-c", "mine", "--yes"]) == 0
+    assert "Collection 'mine': 1 indexed" in capsys.readouterr().err
