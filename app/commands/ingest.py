@@ -92,13 +92,7 @@ def _all_of_it_wanted(paths: list[Path], err: TextIO) -> bool:
     size = drop_size([p for p in paths if p.exists()])
     if not size.worth_asking:
         return True
-    if size.broad is None:
-        what = f"{paths[0]}" if len(paths) == 1 else "these paths"
-    elif size.broad == Path(size.broad.anchor):
-        what = f"the whole disk {size.broad}"
-    else:
-        what = f"your home folder {size.broad}"
-    question = f"Index {what}? It holds {size.said()}; that can take hours."
+    question = f"Index {size.what(paths)}? It holds {size.said()}; that can take hours."
     if sys.stdin.isatty():
         try:
             answer = input(f"{question} [y/N] ")

@@ -22,6 +22,14 @@ class DropSize:
     def worth_asking(self) -> bool:
         return self.broad is not None or self.files > ASK_ABOVE_FILES
 
+    def what(self, paths: Sequence[Path]) -> str:
+        """What was dropped, as the question before indexing names it."""
+        if self.broad is None:
+            return str(paths[0]) if len(paths) == 1 else f"these {len(paths)} folders and files"
+        if self.broad == Path(self.broad.anchor):
+            return f"the whole disk {self.broad}"
+        return f"your home folder {self.broad}"
+
     def said(self) -> str:
         """The files in words: "12,345 files", "more than 100,000 files"."""
         if self.files > COUNT_LIMIT:
@@ -30,10 +38,13 @@ class DropSize:
 
 
 def is_broad(path: Path) -> bool:
-    """Whether ``path`` is a home folder (the user's, or one of /home's) or a disk's root."""
+    """Whether ``path`` is the user's home folder, another home beside it (``/home/bob``)
+    or a disk's root; with a home at the top of a disk (``/root``) every top-level folder
+    is not a home."""
     real = Path(os.path.realpath(path))
     home = Path(os.path.realpath(Path.home()))
-    return real == home or real == Path(real.anchor) or (real.parent == home.parent and real.parent != home)
+    homes = home.parent if home.parent != Path(home.anchor) else None
+    return real in (home, Path(real.anchor)) or (homes is not None and real.parent == homes)
 
 
 def drop_size(paths: Sequence[Path]) -> DropSize:

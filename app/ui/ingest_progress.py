@@ -152,8 +152,10 @@ class IngestProgressView:
             self.progress.setValue(event.done_files)
             if self._stopping:
                 return  # what was under way as Stop was pressed: old news
-            working = event.done_files < event.total_files
-            eta = f" — ETA {duration(event.eta_s)}" if event.eta_s is not None else " — ETA estimating…" * working
+            if event.eta_s is not None:
+                eta = f" — ETA {duration(event.eta_s)}"
+            else:  # no rate to go by yet (none needed once every file is through)
+                eta = " — ETA estimating…" if event.done_files < event.total_files else ""
             self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
             ocr = f" — {event.ocr}" if event.ocr else ""
             self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far{ocr}")

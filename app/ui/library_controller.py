@@ -303,15 +303,9 @@ class LibraryController(QObject):
 
     async def _confirm_large(self, paths: list[Path], size: DropSize) -> bool:
         """Ask before indexing a home folder, a disk or thousands of files, saying how many."""
-        if size.broad is None:
-            what = str(paths[0]) if len(paths) == 1 else f"these {len(paths)} folders and files"
-        elif size.broad == Path(size.broad.anchor):
-            what = f"the whole disk {size.broad}"
-        else:
-            what = f"your home folder {size.broad}"
         return await self._confirm(
             "Index all of it?",
-            f"Index {what}? It holds {size.said()}.",
+            f"Index {size.what(paths)}? It holds {size.said()}.",
             "Indexing that many can take hours and fills the library with files you may not want "
             "searched. To index part of it, add its folders one by one.",
         )

@@ -90,3 +90,16 @@ def test_fathom_s_own_folders_and_other_libraries_are_never_indexed(
     # given directly, or a file inside: refused the same
     inside = scan([home / "data" / "exports", home / "config" / "notes.md"], max_file_mb=2)
     assert inside.files == [] and {s.reason for s in inside.skipped} == {OWN_FOLDER}
+
+
+def test_a_home_folder_or_a_disk_s_root_is_broad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.ingest.folder_size import is_broad
+
+    homes = tmp_path / "home"
+    for name in ("ana", "bob"):
+        (homes / name / "papers").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(homes / "ana"))
+    assert is_broad(homes / "ana") and is_broad(homes / "bob") and is_broad(Path("/"))
+    assert not is_broad(homes / "ana" / "papers") and not is_broad(tmp_path)
+    monkeypatch.setenv("HOME", "/root")  # a home at the top of the disk: its neighbours are not homes
+    assert is_broad(Path("/root")) and not is_broad(tmp_path.parents[len(tmp_path.parents) - 2])
