@@ -1,8 +1,9 @@
 """The library of the data dir in force, opened for one subcommand.
 
 :func:`open_library` takes the data dir (its lock, Milvus) for commands that
-search or change it. Commands that only read the record — ``collections``,
-``history``, ``show``, ``export`` — use :func:`open_catalog_read_only` and
+change it or search it (``search`` reads through the window's Milvus Lite server
+while a window holds the library). Commands that only read the record —
+``collections``, ``history``, ``show``, ``export`` — use :func:`open_catalog_read_only` and
 :func:`open_history_read_only` instead: SQLite opened read-only, no lock, so
 they work while a Fathom window has the library open.
 """
@@ -18,8 +19,10 @@ if TYPE_CHECKING:
     from app.store.research_runs import RunStore
 
 
-def open_library(err: TextIO) -> Library | None:
-    """The library of the data dir in force, or None after printing why not."""
+def open_library(err: TextIO, *, search_only: bool = False) -> Library | None:
+    """The library of the data dir in force, or None after printing why not;
+    ``search_only``: the command only searches, and may do so while a Fathom window
+    holds the library (see ``Library.open_to_search``)."""
     from app.core.errors import FathomError
     from app.core.paths import app_paths
     from app.core.settings import load_settings
@@ -30,7 +33,7 @@ def open_library(err: TextIO) -> Library | None:
     if problem:
         print(problem, file=err)
     try:
-        library = Library.open(settings, paths)
+        library = Library.open_to_search(settings, paths) if search_only else Library.open(settings, paths)
     except FathomError as exc:
         print(str(exc), file=err)
         return None

@@ -48,7 +48,7 @@ async def _run(args: argparse.Namespace) -> int:
     if not all(query.strip() for query in args.queries):
         print('A query is empty: give the words to look for, e.g. fathom search "create a partition".', file=sys.stderr)
         return 2
-    library = open_library(sys.stderr)
+    library = open_library(sys.stderr, search_only=True)
     if library is None:
         return 2
     try:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from app.core.errors import CollectionNotFound, StoreError
+from app.core.errors import CollectionNotFound, StoreError, StoreLocked
 from app.core.events import IngestEvent, IngestProgress, IngestStarted
 from app.core.models import Chunk, Collection, Document, Hit
 from app.core.paths import AppPaths
@@ -40,10 +40,11 @@ from app.ingest.paths import absolute, display_path, is_under
 from app.ingest.pipeline.ingest_run import IngestPipeline
 from app.ingest.pipeline.machine import ingest_threads
 from app.ingest.retrieval import Retriever
+from app.store import reader_address
 from app.store.catalog import Catalog
 from app.store.consistency import CheckResult, check_library
 from app.store.ledger import Ledger, Recovery
-from app.store.lock import InstanceLock, acquire_instance_lock
+from app.store.lock import LOCKED_HINT, LOCKED_MESSAGE, InstanceLock, acquire_instance_lock
 from app.store.vectors import SearchMode, VectorStore
 
 if TYPE_CHECKING:
@@ -125,7 +126,34 @@ class Library:
         except BaseException:
             library._close_sync()
             raise
+        if store.lite_path is not None:  # so that `fathom search` can read while this process holds it
+            reader_address.publish(paths, store.lite_path)
         return library
+
+    @classmethod
+    def open_to_search(cls, settings: Settings, paths: AppPaths, *, embedder: Embedder | None = None) -> Library:
+        """Open the data dir to search it only: as :meth:`open` when no other Fathom
+        holds it; else through the holder's Milvus Lite server, the catalog read
+        read-only and nothing written (see :mod:`app.store.reader_address`). Raises
+        StoreLocked when another Fathom holds it and serves no readers."""
+        from app.store.milvus_connection import is_server_uri, resolve_milvus_uri
+
+        try:
+            return cls.open(settings, paths, embedder=embedder)
+        except StoreLocked:
+            uri = resolve_milvus_uri(settings, paths)
+            address = None if is_server_uri(uri) else reader_address.find(paths, uri)
+            if address is None:
+                raise
+        catalog = Catalog.open_read_only(paths.catalog_file)
+        if catalog is None:  # the holder has made no collection yet: nothing to search
+            raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT)
+        try:
+            store = VectorStore(address, served_lite=True)
+        except BaseException:
+            catalog.close()
+            raise
+        return cls(settings, paths, catalog=catalog, store=store, lock=None, embedder=embedder)
 
     async def aclose(self) -> None:
         if self._closed:
@@ -144,6 +172,8 @@ class Library:
         try:
             if close_embedder is not None:
                 close_embedder()  # a remote embedder's connection and its loop thread
+            if self._lock is not None:
+                reader_address.withdraw(self.paths)  # before the server it names stops
             self.store.close()
         finally:
             self.catalog.close()

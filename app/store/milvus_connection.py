@@ -51,8 +51,9 @@ class MilvusConnection(NamedTuple):
     server_version: str = ""  # what a server says it is ("v2.3.5-lite"); "" on Milvus Lite
 
 
-def connect(uri: str, token: str) -> MilvusConnection:
-    """A client for ``uri``; StoreLocked when another process has the Lite file open."""
+def connect(uri: str, token: str, *, served_lite: bool = False) -> MilvusConnection:
+    """A client for ``uri``; StoreLocked when another process has the Lite file open.
+    ``served_lite``: ``uri`` is another process's Milvus Lite server (it reports no version)."""
     with serial_import("pymilvus.exceptions"):
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
@@ -100,7 +101,7 @@ def connect(uri: str, token: str) -> MilvusConnection:
     if lite_path is not None:
         _LITE.acquire(lite_path)
         return MilvusConnection(client, connect_uri, lite_path)
-    return MilvusConnection(client, connect_uri, None, _server_version(client))
+    return MilvusConnection(client, connect_uri, None, "" if served_lite else _server_version(client))
 
 
 # -- a server's version -------------------------------------------------------------

@@ -133,11 +133,14 @@ class VectorStore:
     chunk metadata). ``uri``: a local path means Milvus Lite, ``http(s)://`` a server.
     All methods are blocking; async callers run them in an executor."""
 
-    def __init__(self, uri: str, *, token: str = "", timeout: float | None = None) -> None:
+    def __init__(self, uri: str, *, token: str = "", timeout: float | None = None, served_lite: bool = False) -> None:
+        """``served_lite``: ``uri`` is the socket of a native Milvus Lite server another
+        process runs (see :mod:`app.store.reader_address`): searched as a server, with
+        Milvus Lite's quirks."""
         # a library whose index Milvus Lite 3.x wrote, opened with the native engine
         lite3 = lite3_database_to_move(uri)
         self.moved: MoveReport | None = _move_from_lite3(lite3) if lite3 else None
-        self._client, self.uri, self._lite_path, self.server_version = connect(uri, token)
+        self._client, self.uri, self._lite_path, self.server_version = connect(uri, token, served_lite=served_lite)
         # a server older than 2.5 has no BM25: its searches go by meaning only, and say so
         self.keyword_search_available = self.is_lite or has_bm25(self.server_version)
         self.search_note = "" if self.is_lite else keyword_search_note(self.server_version)
@@ -155,7 +158,7 @@ class VectorStore:
         self._native_lite = self.is_lite and lite_major_version() < 3
         # the native Milvus Lite 2.5 fuses a batched hybrid search wrongly (each query after
         # the first gets ranks counted across the batch), so hybrid is fused here instead
-        self._fuses_batches_wrongly = self._native_lite
+        self._fuses_batches_wrongly = self._native_lite or served_lite
         # Milvus Lite scans every dense vector of a search; a large collection's vectors
         # are copied into memory and scanned there (shared by the stores on one file)
         self._copies: dict[str, dense_cache.DenseCache] | None = None
@@ -176,6 +179,11 @@ class VectorStore:
     @property
     def is_lite(self) -> bool:
         return self._lite_path is not None
+
+    @property
+    def lite_path(self) -> str | None:
+        """The Milvus Lite database this process runs; None on a server."""
+        return self._lite_path
 
     @property
     def lite_folder(self) -> Path | None:

@@ -1,6 +1,7 @@
-"""`fathom collections`, `history` and `show` work while a Fathom window has the
-library open: they read the catalog and the history read-only, without the data
-dir's lock. A real second process opens the library the way the window does
+"""`fathom collections`, `history`, `show`, `export` and `search` work while a
+Fathom window has the library open: they read the catalog and the history
+read-only, without the data dir's lock, and search through the window's Milvus
+Lite server. A real second process opens the library the way the window does
 (``Library.open``: the instance lock and Milvus Lite) and holds it while the
 real commands run as subprocesses."""
 
@@ -23,6 +24,7 @@ from app.store.lock import LOCKED_MESSAGE
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 HOLD_LIKE_THE_WINDOW = """
+import asyncio
 import sys
 from app.core.paths import app_paths
 from app.core.settings import load_settings
@@ -32,6 +34,7 @@ settings, _ = load_settings(paths.settings_file)
 library = Library.open(settings, paths)  # what app/ui/services.py does when the window opens
 print("ready", flush=True)
 sys.stdin.read()  # hold until the test closes stdin
+asyncio.run(library.aclose())  # as the window does when it closes
 """
 
 
@@ -84,7 +87,7 @@ def test_collections_history_and_show_work_while_the_window_holds_the_library(
     capsys.readouterr()
 
     request.getfixturevalue("window_holding_the_library")
-    refused = fathom("search", "kelp", "--collection", "ocean")  # the library really is held
+    refused = fathom("ingest", str(docs), "--collection", "ocean")  # the library really is held
     assert refused.returncode == 2 and LOCKED_MESSAGE in refused.stderr
 
     listed = fathom("collections", "--json")
@@ -128,3 +131,39 @@ def test_read_only_commands_on_a_fresh_data_dir_write_nothing(capsys: pytest.Cap
     assert main(["export", "20260101", "-o", "-"]) == 1
     assert "No research run '20260101'" in capsys.readouterr().err
     assert not paths.catalog_file.exists()  # reading created no catalog
+
+
+def test_search_reads_through_the_windows_server_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    (docs / "otters.md").write_text("# Otters\n\nSea otters keep urchins in check.\n", encoding="utf-8")
+    assert main(["ingest", str(docs), "--collection", "ocean"]) == 0
+    capsys.readouterr()
+    alone = fathom("search", "sea otters urchins", "--collection", "ocean", "--json")  # nobody holds it
+    assert alone.returncode == 0, alone.stderr
+
+    proc = request.getfixturevalue("window_holding_the_library")
+    catalog = app_paths().catalog_file
+    before = catalog.stat().st_mtime_ns, catalog.stat().st_size
+    address = app_paths().data_dir / "milvus-reader.json"
+    assert json.loads(address.read_text(encoding="utf-8"))["pid"] == proc.pid
+    assert oct(address.stat().st_mode & 0o777) == "0o600"  # only the user reads where the index is served
+    found = fathom("search", "sea otters urchins", "--collection", "ocean", "--json")
+    assert found.returncode == 0, found.stderr
+    hits, hits_alone = json.loads(found.stdout), json.loads(alone.stdout)
+    assert [h["text"] for h in hits] == [h["text"] for h in hits_alone]  # ranked as when searched alone
+    assert "otters" in hits[0]["text"]
+    several = fathom("search", "kelp forests", "sea otters", "--json")  # several queries, every collection
+    assert several.returncode == 0, several.stderr
+    assert ["Kelp" in q["hits"][0]["text"] for q in json.loads(several.stdout)] == [True, False]
+    assert (catalog.stat().st_mtime_ns, catalog.stat().st_size) == before  # nothing written
+
+    assert proc.stdin is not None
+    proc.stdin.close()  # the window closes: its address goes with it
+    proc.wait(timeout=120)
+    assert not address.exists()
+    after = fathom("search", "kelp", "--collection", "ocean", "--json")
+    assert after.returncode == 0, after.stderr
