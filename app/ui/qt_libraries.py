@@ -25,7 +25,7 @@ from pathlib import Path
 # The libraries Qt's X11 plugin (libqxcb.so) and the Qt libraries under it
 # (XcbQpa, Gui, Widgets, DBus, Core) link, by soname, and the Debian/Ubuntu package
 # that ships each; the C/C++ runtime and zlib/zstd that every system has are left out.
-# README ("Set up") and the .deb's Depends (packaging/linux/build_deb.sh) list these
+# README ("Install and run") and the .deb's Depends (packaging/linux/build_deb.sh) list these
 # packages; tests/packaging/test_qt_libraries.py checks all three against PySide6.
 X11_LIBRARIES: dict[str, str] = {
     "libEGL.so.1": "libegl1",
