@@ -103,7 +103,9 @@ def _split_line(line: str) -> tuple[str, list[str]]:
     return prefix, re.split(r"(?<=[.!?])(\s+)", line[len(prefix) :])
 
 
-def _map_sentences(markdown: str, change: Callable[[Sentence, str], str]) -> str:
+def map_sentences(markdown: str, change: Callable[[Sentence, str], str]) -> str:
+    """``markdown`` with each prose sentence replaced by ``change(sentence, text)``
+    (headings, tables and code kept as they are)."""
     lines = []
     for line, prose in _prose_lines(markdown):
         if prose:
@@ -127,7 +129,7 @@ def sentences(markdown: str) -> list[Sentence]:
         out.append(sentence)
         return text
 
-    _map_sentences(markdown, collect)
+    map_sentences(markdown, collect)
     return out
 
 
@@ -193,13 +195,19 @@ def bind_uncited(markdown: str, sources: Sequence[tuple[int, str]], threshold: f
         if not extra:
             return text
         added += len(extra)
-        if sentence.numbers:  # join the sentence's last citation: "[2]" -> "[2, 5]"
-            last = list(CITE_RE.finditer(text))[-1]
-            inner = last.group(1) + "".join(f", {n}" for n in extra)
-            return f"{text[: last.start()]}[{inner}]{text[last.end() :]}"
-        return _insert_before_end(text, " [" + ", ".join(str(n) for n in extra) + "]")
+        return with_citations(sentence, text, extra)
 
-    return _map_sentences(markdown, bind), added
+    return map_sentences(markdown, bind), added
+
+
+def with_citations(sentence: Sentence, text: str, extra: Sequence[int]) -> str:
+    """``text`` (the sentence as written) citing ``extra`` as well: joined to its last
+    citation ("[2]" -> "[2, 5]"), else before its full stop."""
+    if sentence.numbers:
+        last = list(CITE_RE.finditer(text))[-1]
+        inner = last.group(1) + "".join(f", {n}" for n in extra)
+        return f"{text[: last.start()]}[{inner}]{text[last.end() :]}"
+    return _insert_before_end(text, " [" + ", ".join(str(n) for n in extra) + "]")
 
 
 def citation_pairs(markdown: str) -> list[Citation]:
@@ -228,7 +236,7 @@ def flag_unsupported(markdown: str, citations: Sequence[Citation]) -> str:
         # " — ", not ":": "[3]:" would read as a Markdown link definition, not a citation
         return f"{text} {UNSUPPORTED_MARK} *(not supported by {refs}{' — ' + reason if reason else ''})*"
 
-    return _map_sentences(markdown, flag)
+    return map_sentences(markdown, flag)
 
 
 # a verdict that is a word, not a reason
@@ -354,7 +362,7 @@ def mark_uncited(markdown: str, mark: str) -> str:
         core = _without_flags(text)
         return text if not core or cited_numbers(core) else f"{text} {mark}"
 
-    marked = _map_sentences(body, change)
+    marked = map_sentences(body, change)
     return marked.rstrip("\n") + body[len(body.rstrip("\n")) :] + tail
 
 

@@ -103,3 +103,4 @@ def checking(citations: int) -> str:
 
 
 SHORT_ANSWERING = "Writing the short answer"
+WEIGHING = "Weighing whether the passages found answer the question"

@@ -33,6 +33,8 @@ from app.research.citation_check import check_citations
 from app.research.claim_check import ClaimCheck, Embed, check_claims, with_model_vote
 from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
+from app.research.name_citations import cite_names
+from app.research.quote_choice import Picked, rested_on
 from app.research.run_events import RunEvents
 from app.research.snippets import SourceView, evidence_excerpts, focused
 from app.research.writer_evidence import chain_focus, passages_of, writer_numbers
@@ -164,8 +166,9 @@ def findings_report_messages(
             "Markdown, no HTML. The passages are quoted after your answer, so do not repeat them one by one.",
             prompts.DATA_RULE,
             "Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
-            "[2, 5], before the full stop. Cite only ids that appear. If the findings do not answer the "
-            "question, say so.",
+            "[2, 5], before the full stop: an answer that follows from a chain of passages (one names what "
+            "another is about) cites every passage of the chain. Cite only ids that appear. If the findings "
+            "do not answer the question, say so.",
             follow_up.REPORT_RULE if earlier else "",
         ),
         prompts.user(prompts.question_block(question), earlier, docs, guidance),
@@ -353,6 +356,11 @@ class ReportWriter:
         body, bound = cit.bind_uncited(body, sources)
         if bound:
             self.events.notice(f"Attached {bound} citation(s) to sentences that restate a source.")
+        picked = [n for n, _ in findings]  # the passages the answer rests on lead, then the rest shown
+        order = sorted(sources, key=lambda s: picked.index(s[0]) if s[0] in picked else len(picked))
+        body, named = cite_names(body, order)
+        if named:
+            self.events.notice(f"Attached {named} citation(s) to the passages that sentences' names come from.")
 
         pairs = cit.citation_pairs(body)
         check = await self._check(pairs)
@@ -377,14 +385,13 @@ class ReportWriter:
             answerability.Found(chunk.title or chunk.heading_path, self.evidence.text(n))
             for n, chunk in self.evidence.chunks()
         ]
+        if found:  # the meaning check embeds every sentence found: a second or so
+            self.events.phase(phases.CHECK, phases.WEIGHING, node_id=REPORT_NODE)
         near = await answerability.nearest(self.question, found, self.embed) if found else None
         answerable = answerability.judge(self.question, found, near) if found else None
         if answerable is not None and not answerable.answered:
             body = answerability.lead(answerable) + "\n\n" + body
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
-        markdown, evidence, citations, support = finish_report(
-            head + body, self.evidence.all(), checked, questions, self.evidence.earlier, check.checked_by
-        )
         answer_from: list[int] = []
         says_it = answerable is None or answerable.answered  # a report that does not answer gives no short answer
         if not answer and self.options.get("short_answer") and len(self.evidence) and says_it:
@@ -395,6 +402,11 @@ class ReportWriter:
             else:
                 answer_from = self._answer_sources(body, [n for n, _ in sources], checked)
                 answer = await self._short_answer(trusted, answer_from)
+        if findings:
+            body = self._quote_rested_on(body, findings, answer if says_it else "")
+        markdown, evidence, citations, support = finish_report(
+            head + body, self.evidence.all(), checked, questions, self.evidence.earlier, check.checked_by
+        )
         return Report(
             markdown=markdown,
             evidence=evidence,
@@ -416,8 +428,11 @@ class ReportWriter:
             return ClaimCheck((), {}, "")
         self.events.phase(phases.CHECK, phases.checking(len(pairs)), node_id=REPORT_NODE)
         check = await check_claims(pairs, self.evidence.text, self.embed)
-        if self.model_votes:
-            votes = await check_citations(self.calls, self.events, pairs, self.evidence.text, self.prompt_chars)
+        # the model's vote counts only on a sentence the check supports weakly (see
+        # with_model_vote): it is not asked about the others
+        weak = [p for p in pairs if check.verdicts[p.sentence].supported and not check.verdicts[p.sentence].firm]
+        if self.model_votes and weak:
+            votes = await check_citations(self.calls, self.events, weak, self.evidence.text, self.prompt_chars)
             check = with_model_vote(check, votes)
         return check
 
@@ -460,6 +475,20 @@ class ReportWriter:
             if text.strip():
                 quotes.append((n, " ".join(text.split())))
         return quotes
+
+    def _quote_rested_on(self, body: str, findings: Sequence[tuple[int, str]], answer: str) -> str:
+        """``body`` quoting only the findings the answer rests on (see
+        :mod:`app.research.quote_choice`); the others become "also consulted"."""
+        listed = findings_section(findings)
+        prose = body.split(listed, 1)[0]
+        if listed not in body:
+            return body
+        picked = [Picked(n, _title(self.evidence, n), self.evidence.text(n)) for n, _ in findings]
+        keep = set(rested_on(self.question, picked, set(cit.cited_numbers(prose)), answer))
+        if len(keep) == len(findings):
+            return body
+        self.events.notice(f"Quoted {len(keep)} of the {len(findings)} passages picked: those the answer rests on.")
+        return body.replace(listed, findings_section([f for f in findings if f[0] in keep]))
 
     def _answer_sources(self, body: str, shown: Sequence[int], checked: Sequence[Citation]) -> list[int]:
         """The evidence the short answer reads beside the report: what the report cites

@@ -254,7 +254,9 @@ async def test_a_streamed_reply_nobody_sees_counts_its_words(timeline: list[Any]
 async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_events, "KEEP_ALIVE_S", 0.2)  # the real 1 s, scaled down with the scripted delay
     monkeypatch.setattr(run_events, "KEEP_ALIVE_CHECK_S", 0.02)
-    model = delayed(ScriptedModel({"citation_check": verdicts()}, text=REPORT), 0.7)  # silent before its reply
+    # a sentence the independent check supports only weakly: the research model is asked too
+    weak = "Milvus is an open-source vector database built for similarity search, more than rival engines manage [1]."
+    model = delayed(ScriptedModel({"citation_check": verdicts()}, text=weak), 0.7)  # silent before its reply
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick"))
     assert isinstance(events[-1], Finished)
     waits = [e for e in events if isinstance(e, PhaseChanged) and e.waited_s]

@@ -162,7 +162,10 @@ async def test_a_deep_run_numbers_its_sources_as_its_report_cites_them() -> None
     listed = [int(n) for n in re.findall(r"^- \[(\d+)\]", tail, re.M)]
     assert listed == [1, 2]  # only the cited, once each
     assert {c.number for c in report.citations} == {1, 2}
-    checked_by = "word and meaning overlap and the research model"
+    # the first sentence is firmly supported and the second rejected by the independent
+    # check: the research model is asked about neither (its vote could change neither)
+    assert not model.calls_for("citation_check")
+    checked_by = "word and meaning overlap"
     assert report.support == sentence_support(report.markdown, report.citations, checked_by)
     assert report.support == SentenceSupport(sentences=3, cited=2, flagged=1, checked_by=checked_by)
     assert "⚠" in body
