@@ -8,8 +8,10 @@ than the pick ties it to the answer:
 
 - a sentence of the report cites it (after :mod:`app.research.name_citations`: the
   passages its names come from);
-- it holds one of the question's own names (the chain's first link is *about* what
-  the question names);
+- it holds the question's most specific name — of the question's names the picked
+  passages hold, the one the fewest of them hold (the chain's first link is *about*
+  what the question names; "Johnnycake, West Virginia" asks about Johnnycake, and a
+  passage on West Virginia alone does not count);
 - it holds the short answer, where the run gives one (the chain's last link).
 
 The others stay in the report's evidence, listed under "Also consulted". When none is
@@ -46,9 +48,19 @@ def question_names(question: str) -> tuple[str, ...]:
     return (*grounding.missing_names, *grounding.missing_numbers)
 
 
-def _holds_a_name(question: str, names: Collection[str], passage: Picked) -> bool:
+def _names_held(question: str, names: Collection[str], passage: Picked) -> set[str]:
     grounding = ground(question, f"{passage.title}\n{passage.text}", lone_opener=False)
-    return len({*grounding.missing_names, *grounding.missing_numbers}) < len(names)
+    return set(names) - {*grounding.missing_names, *grounding.missing_numbers}
+
+
+def _most_specific(held: Sequence[set[str]]) -> set[str]:
+    """Of the names some passage holds, those the fewest passages hold."""
+    counts: dict[str, int] = {}
+    for names in held:
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+    fewest = min(counts.values(), default=0)
+    return {name for name, count in counts.items() if count == fewest}
 
 
 def _holds(answer: str, passage: Picked) -> bool:
@@ -61,12 +73,14 @@ def _holds(answer: str, passage: Picked) -> bool:
 
 def rested_on(question: str, picked: Sequence[Picked], cited: Collection[int], answer: str = "") -> list[int]:
     """The numbers of ``picked`` (in their order) to quote: those the report's
-    sentences cite (``cited``), that hold a name of ``question`` or hold ``answer``;
-    all of them when none does."""
+    sentences cite (``cited``), that hold the most specific name of ``question`` or
+    hold ``answer``; all of them when none does."""
     names = question_names(question)
+    held = [_names_held(question, names, p) if names else set() for p in picked]
+    specific = _most_specific(held)
     kept = [
         p.number
-        for p in picked
-        if p.number in cited or (names and _holds_a_name(question, names, p)) or (answer and _holds(answer, p))
+        for p, own in zip(picked, held, strict=True)
+        if p.number in cited or own & specific or (answer and _holds(answer, p))
     ]
     return kept or [p.number for p in picked]

@@ -44,3 +44,14 @@ def test_a_short_answer_is_not_looked_for() -> None:
 def test_the_pick_stands_when_nothing_ties_a_passage_to_the_answer() -> None:
     nameless = "who was the first president of the association that publishes the journal?"
     assert rested_on(nameless, PICKED, cited=set()) == [3, 1, 4, 2]
+
+
+def test_a_passage_holding_only_the_questions_broader_name_is_not_quoted() -> None:
+    question = "Which county borders the county in which Johnnycake, West Virginia is located?"
+    johnnycake = Picked(1, "Johnnycake, West Virginia", "Johnnycake is a community in McDowell County, West Virginia.")
+    state = Picked(2, "Virginia", "Virginia is bordered by West Virginia to the north and west.")
+    another = Picked(3, "Good, West Virginia", "Good is a community in Hampshire County, West Virginia.")
+    assert question_names(question) == ("Johnnycake", "West Virginia")
+    assert rested_on(question, [state, johnnycake, another], cited=set()) == [1]
+    # the broader name still counts where no passage holds a narrower one
+    assert rested_on(question, [state, another], cited=set()) == [2, 3]
