@@ -480,9 +480,9 @@ class ReportWriter:
         """``body`` quoting only the findings the answer rests on (see
         :mod:`app.research.quote_choice`); the others become "also consulted"."""
         listed = findings_section(findings)
-        prose = body.split(listed, 1)[0]
         if listed not in body:
             return body
+        prose = body.split(listed, 1)[0]
         picked = [Picked(n, _title(self.evidence, n), self.evidence.text(n)) for n, _ in findings]
         keep = set(rested_on(self.question, picked, set(cit.cited_numbers(prose)), answer))
         if len(keep) == len(findings):
