@@ -83,7 +83,7 @@ def answer_confirmation(qtbot: Any, parent: QWidget, yes: bool = True) -> str:
         box[:] = found
         return bool(found)
 
-    qtbot.waitUntil(shown, timeout=5000)
+    qtbot.waitUntil(shown, timeout=15_000)  # on a loaded machine the box, opened by a task, can be slow
     text = box[0].text()
     button = box[0].button(QMessageBox.StandardButton.Yes if yes else QMessageBox.StandardButton.Cancel)
     button.click()
