@@ -166,9 +166,8 @@ def findings_report_messages(
             "Markdown, no HTML. The passages are quoted after your answer, so do not repeat them one by one.",
             prompts.DATA_RULE,
             "Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
-            "[2, 5], before the full stop: an answer that follows from a chain of passages (one names what "
-            "another is about) cites every passage of the chain. Cite only ids that appear. If the findings "
-            "do not answer the question, say so.",
+            "[2, 5], before the full stop. Cite only ids that appear. If the findings do not answer the "
+            "question, say so.",
             follow_up.REPORT_RULE if earlier else "",
         ),
         prompts.user(prompts.question_block(question), earlier, docs, guidance),
