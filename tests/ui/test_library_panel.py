@@ -93,9 +93,14 @@ def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_
     qtbot.mouseDClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center())  # a click first
     (editor,) = [e for e in panel.tree.viewport().findChildren(QLineEdit) if e.isVisible()]
     editor.setText("Milvus overview and limits")
-    qtbot.keyClick(editor, Qt.Key.Key_Return)
-    # saved, then the list reloaded (a reload of the counts begun before the save may land
-    # first, with the old text: the one the save asks for follows it)
+    # saved (said once the catalog holds it), then the list reloaded; a reload of the
+    # counts begun before the save may land first, so the signal to wait for is the save's
+    with qtbot.waitSignal(
+        panel.controller.statusMessage,
+        timeout=10_000,
+        check_params_cb=lambda text, _ms: text == "Saved the description of notes.",
+    ):
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: cell(panel, "notes", 3) == "Milvus overview and limits", timeout=10_000)
     catalog = {c.name: c for c in await_in_test(qtbot, library.collections())}
     assert catalog["notes"].description == "Milvus overview and limits"
