@@ -32,6 +32,7 @@ import pytest
 from ingest_files import paths_in
 
 from app.cli import main
+from app.core.errors import StoreLocked
 from app.core.settings import Settings
 from app.ingest.library import Library
 from app.store.ledger import STEPS
@@ -217,12 +218,31 @@ def _kill_at(home: Path, argv: list[str], step: str, nth: int, log: Path) -> Non
 # -- what the library holds ------------------------------------------------------------
 
 
+LOCK_FREED_S = 30.0  # processes a killed Fathom forked (converter workers) may hold its lock until they exit
+
+
+async def _open_when_free(home: Path) -> Library:
+    """The library, once the killed process's lock is let go (its forked workers hold it
+    a moment longer on a loaded machine); StoreLocked if it never is."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + LOCK_FREED_S
+    while True:
+        try:
+            return Library.open(Settings(), paths_in(home))
+        except StoreLocked:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)  # polling for the lock to be let go, not a fixed wait
+
+
 def _state(home: Path, docs: Path) -> dict[str, Any]:
     """Documents (by path relative to the corpus), their chunk texts, and the check's drift."""
     import asyncio
 
     async def read() -> dict[str, Any]:
-        library = Library.open(Settings(), paths_in(home))
+        library = await _open_when_free(home)
         try:
             collections = [c.name for c in await library.collections()]
             documents: dict[str, tuple[str, int, str, str]] = {}
