@@ -69,6 +69,15 @@ def acquire_instance_lock(paths: AppPaths) -> InstanceLock:
     return InstanceLock(fd, path)
 
 
+def holder_pid(paths: AppPaths) -> int | None:
+    """The process id the data dir's lock file names: its holder's, or the last one's
+    (None when there is none to read)."""
+    try:
+        return int(paths.lock_file.read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def is_locked_elsewhere(path: str, *, record_lock: bool = False) -> bool:
     """True when another holder has an OS lock on the file at ``path`` (no file: False).
 

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from app.core.paths import AppPaths
+from app.store.lock import holder_pid
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +78,6 @@ def find(paths: AppPaths, lite_path: str) -> str | None:
     uri = record.get("uri") if isinstance(record, dict) else None
     if not isinstance(uri, str) or not uri.startswith("unix:"):
         return None
-    if record.get("database") != os.path.abspath(lite_path) or record.get("pid") != _holder(paths):
+    if record.get("database") != os.path.abspath(lite_path) or record.get("pid") != holder_pid(paths):
         return None  # another database's, or left by a Fathom that was killed
     return uri if os.path.exists(uri.removeprefix("unix:")) else None
-
-
-def _holder(paths: AppPaths) -> int | None:
-    """The process id the data dir's lock file names (its holder writes it there)."""
-    try:
-        return int(paths.lock_file.read_text(encoding="utf-8").split()[0])
-    except (OSError, ValueError, IndexError):
-        return None

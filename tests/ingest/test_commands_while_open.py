@@ -75,13 +75,19 @@ def window_holding_the_library() -> Iterator[subprocess.Popen[str]]:
         proc.stdout.close()
 
 
-def test_collections_history_and_show_work_while_the_window_holds_the_library(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
-) -> None:
+def sea_docs(tmp_path: Path) -> Path:
+    """A folder of two small documents on sea life."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
     (docs / "otters.md").write_text("# Otters\n\nSea otters keep urchins in check.\n", encoding="utf-8")
+    return docs
+
+
+def test_collections_history_and_show_work_while_the_window_holds_the_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
+) -> None:
+    docs = sea_docs(tmp_path)
     restore(app_paths().catalog_file)  # three real saved runs (tests/fixtures/history_v0.sql.gz)
     assert main(["ingest", str(docs), "--collection", "ocean", "--description", "Sea life"]) == 0
     capsys.readouterr()
@@ -136,10 +142,7 @@ def test_read_only_commands_on_a_fresh_data_dir_write_nothing(capsys: pytest.Cap
 def test_search_reads_through_the_windows_server_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
-    (docs / "otters.md").write_text("# Otters\n\nSea otters keep urchins in check.\n", encoding="utf-8")
+    docs = sea_docs(tmp_path)
     assert main(["ingest", str(docs), "--collection", "ocean"]) == 0
     capsys.readouterr()
     alone = fathom("search", "sea otters urchins", "--collection", "ocean", "--json")  # nobody holds it
