@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--describe", action="store_true", help="have the model write the description from a sample of chunks"
     )
+    parser.add_argument(
+        "--retry",
+        action="store_true",
+        help="read again the files the converter gave up on before (past the memory or time per file, or "
+        "crashing it); otherwise they are not read again until they change",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
     parser.add_argument(
         "--yes",
@@ -66,7 +72,7 @@ async def _run(args: argparse.Namespace) -> int:
         if not args.collection:
             print(f"Collection: {collection} (name another with --collection NAME)", file=err)
         try:
-            events = library.ingest(paths, collection, description=args.description)
+            events = library.ingest(paths, collection, description=args.description, retry=args.retry)
             finished, done = await follow(events, Display(err, quiet=args.quiet))
         except FathomError as exc:
             print(str(exc), file=err)

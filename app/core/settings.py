@@ -77,6 +77,10 @@ class StoreSettings:
 @dataclass(frozen=True)
 class IngestSettings:
     max_file_mb: int = 200
+    # one file's reading: the worker is killed past either, the file named (app/ingest/convert/limits.py)
+    memory_per_file_mb: int = 2048
+    seconds_per_file: int = 120  # and 10 s more per MB of file, 10 s per page OCR reads
+    follow_links_outside: bool = False  # symbolic links in a folder that point outside it
     docling_artifacts_path: str = ""  # folder with Docling's layout models; empty: native PDF text
     chunk_max_tokens: int = 256
     workers: int = 0  # embedding threads; 0: one per core (app/ingest/pipeline/machine.py)

@@ -22,6 +22,7 @@ def unreadable(exc: OSError) -> IngestError:
 
 
 def short_error(exc: BaseException) -> str:
-    """An exception's first line (its type when it has no message), at most 300 characters."""
+    """An exception's first line (its type when it has no message), at most 300 characters,
+    without a closing full stop (the sentence it goes into ends with its own)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:300]
+    return text[:300].rstrip(".")

@@ -31,6 +31,7 @@ from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.ingest.chunking.tokens import chunk_token_limit
 from app.ingest.convert.converter import ConverterConfig
+from app.ingest.convert.limits import ConvertLimits
 from app.ingest.convert.worker_pool import ConversionPool, ExecutorKind
 from app.ingest.embedder import Embedder, make_embedder
 from app.ingest.embedding_match import check_embedding_model
@@ -240,7 +241,12 @@ class Library:
             )
             # Conversion is ~12% of the CPU that embedding takes (Markdown, native PDF text):
             # one converter per eight embedding threads keeps them fed (pipeline/machine.py).
-            self._converters = ConversionPool(config, workers=self._threads.converters, kind=self._converter_kind)
+            limits = ConvertLimits(
+                memory_mb=self.settings.ingest.memory_per_file_mb, seconds=self.settings.ingest.seconds_per_file
+            )
+            self._converters = ConversionPool(
+                config, workers=self._threads.converters, kind=self._converter_kind, limits=limits
+            )
         return self._converters
 
     # -- collections ------------------------------------------------------------------
@@ -356,15 +362,16 @@ class Library:
     # -- ingest -----------------------------------------------------------------------
 
     async def ingest(
-        self, paths: Sequence[Path], collection: str, *, description: str | None = None
+        self, paths: Sequence[Path], collection: str, *, description: str | None = None, retry: bool = False
     ) -> AsyncGenerator[IngestEvent, None]:
         """Index files/folders into ``collection`` (created if missing); events as it goes.
-        Ends with IngestFinished. Cancelling the iteration stops cleanly (resumable)."""
+        Ends with IngestFinished. Cancelling the iteration stops cleanly (resumable).
+        ``retry``: read again the unchanged files the converter gave up on before."""
         name = _clean_name(collection)
         await self.create_collection(name, description or "")
         roots = [absolute(p) for p in paths]
         await self._write(self.catalog.add_roots, name, [display_path(r) for r in roots])
-        async with aclosing(self._pipeline_run(name, roots)) as events:
+        async with aclosing(self._pipeline_run(name, roots, retry=retry)) as events:
             async for event in events:
                 yield event
 
@@ -381,7 +388,9 @@ class Library:
             async for event in events:
                 yield event
 
-    async def _pipeline_run(self, name: str, roots: list[Path]) -> AsyncGenerator[IngestEvent, None]:
+    async def _pipeline_run(
+        self, name: str, roots: list[Path], *, retry: bool = False
+    ) -> AsyncGenerator[IngestEvent, None]:
         if name in self._ingesting:
             raise StoreError(f"Collection '{name}' is already being ingested.", "Wait for that ingest to finish.")
         self._ingesting.add(name)
@@ -398,6 +407,8 @@ class Library:
                 embed_workers=self._workers,
                 max_file_mb=self.settings.ingest.max_file_mb,
                 ocr=self.settings.ingest.ocr,
+                retry_given_up=retry,
+                links_outside=self.settings.ingest.follow_links_outside,
             )
             async with aclosing(pipeline.run(name, roots)) as events:
                 async for event in events:
@@ -488,4 +499,10 @@ def _clean_name(name: str) -> str:
 def _converter_settings(settings: Settings) -> tuple[object, ...]:
     """What the converter processes were started with: a change restarts them."""
     ingest = settings.ingest
-    return (ingest.chunk_max_tokens, ingest.docling_artifacts_path, ingest.ocr)
+    return (
+        ingest.chunk_max_tokens,
+        ingest.docling_artifacts_path,
+        ingest.ocr,
+        ingest.memory_per_file_mb,
+        ingest.seconds_per_file,
+    )

@@ -4,8 +4,9 @@ Hidden files and folders, symlink loops, files over the size limit, file types
 Fathom does not read, and names that are not valid UTF-8 are skipped, each
 with a sentence. Fathom's own folders (its data, settings and cache, and any other
 Fathom library's data folder) are never indexed, wherever they sit in what was given.
-The walk follows symbolic links but never enters a folder twice, so a link that points
-back up the tree cannot loop.
+The walk follows symbolic links that stay inside the folder given (a link to a folder
+or file elsewhere is skipped, with a sentence, unless the setting to follow them is on)
+and never enters a folder twice, so a link that points back up the tree cannot loop.
 """
 
 from __future__ import annotations
@@ -54,8 +55,13 @@ class _Rules:
     limit: int  # bytes: larger files are skipped
     ocr: bool  # images are read (by OCR) only when it is on
     own: tuple[Path, ...] = ()  # Fathom's own folders: never indexed
+    links_outside: bool = False  # follow symbolic links that point outside the folder given
 
 
+LINK_OUTSIDE = (
+    "A symbolic link that points outside the folder being indexed; not followed (turn on "
+    "'Follow links outside the folder' in Settings to read what it points to)."
+)
 OWN_FOLDER = "Fathom's own data, settings or cache: never indexed."
 # a folder holding these is a Fathom library's data folder (this one's or another's)
 _LIBRARY_MARKS = (("fathom.lock",), ("catalog.sqlite", "milvus.db"))
@@ -75,10 +81,11 @@ def is_own(path: Path, own: Sequence[Path]) -> bool:
     return real.is_dir() and any(all((real / name).exists() for name in mark) for mark in _LIBRARY_MARKS)
 
 
-def scan(paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True) -> ScanResult:
-    """Walk ``paths`` (files or folders); the files to index, sorted, each once."""
+def scan(paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True, links_outside: bool = False) -> ScanResult:
+    """Walk ``paths`` (files or folders); the files to index, sorted, each once. A
+    symbolic link in a folder that points outside it is followed only with ``links_outside``."""
     result = ScanResult()
-    rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr, own=tuple(own_folders()))
+    rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr, own=tuple(own_folders()), links_outside=links_outside)
     seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
     for given in paths:
@@ -106,6 +113,7 @@ def _walk(
     seen_dirs: set[tuple[int, int]],
 ) -> None:
     stack = [root]
+    real_root = Path(os.path.realpath(root))
     while stack:
         folder = stack.pop()
         info = _stat(folder, result)
@@ -137,6 +145,9 @@ def _walk(
             entry_info = _stat(path, result)
             if entry_info is None:
                 continue
+            if not rules.links_outside and entry.is_symlink() and not _inside(path, real_root):
+                result.skipped.append(Skipped(display_path(path), LINK_OUTSIDE))
+                continue
             if stat.S_ISDIR(entry_info.st_mode):
                 if is_own(path, rules.own):
                     result.skipped.append(Skipped(display_path(path), OWN_FOLDER))
@@ -149,6 +160,12 @@ def _walk(
                     Skipped(display_path(path), "Not a regular file (a device, pipe or socket); Fathom skips it.")
                 )
         stack.extend(reversed(subfolders))
+
+
+def _inside(link: Path, real_root: Path) -> bool:
+    """Whether what ``link`` points to (followed to the end) is ``real_root`` or inside it."""
+    target = Path(os.path.realpath(link))
+    return target == real_root or real_root in target.parents
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -246,12 +246,29 @@ class SettingsDialog(SettingsForm):
         )
         self.chunk_tokens = _spin(64, 4096, s.ingest.chunk_max_tokens, 32)
         self.max_file_mb = _spin(1, 10_000, s.ingest.max_file_mb)
+        self.memory_per_file = _spin(256, 65_536, s.ingest.memory_per_file_mb, 256)
+        self.memory_per_file.setToolTip(
+            "The memory one file may take while it is read. Past it, the file is skipped with a reason "
+            "(a decompression bomb, a damaged file) and the rest of the folder goes on."
+        )
+        self.seconds_per_file = _spin(10, 86_400, s.ingest.seconds_per_file, 30)
+        self.seconds_per_file.setToolTip(
+            "The time one file may take to read, plus 10 s per MB of file and per page OCR reads. "
+            "Past it, the file is skipped with a reason and the rest of the folder goes on."
+        )
         self.ocr = _check(
             "Read scanned PDF pages and images (OCR)",
             "ocr",
             s.ingest.ocr,
             "Text is read from the pixels of PDF pages without a text layer and of image files "
             "(PNG, JPEG, TIFF, …), offline. Slow on a CPU: a few seconds a page.",
+        )
+        self.links_outside = _check(
+            "Follow links outside the folder",
+            "followLinksOutside",
+            s.ingest.follow_links_outside,
+            "A symbolic link in a folder you add that points to a file or folder elsewhere is read only "
+            "when this is on; otherwise it is listed as not followed",
         )
         self.watch_folders = _check(
             "Follow changes in the collections' folders",
@@ -273,8 +290,11 @@ class SettingsDialog(SettingsForm):
         form.addRow("Milvus token", self.token_field)
         form.addRow("Chunk size (tokens)", self.chunk_tokens)
         form.addRow("Largest file (MB)", self.max_file_mb)
+        form.addRow("Memory per file (MB)", self.memory_per_file)
+        form.addRow("Seconds per file", self.seconds_per_file)
         form.addRow("OCR", self.ocr)
         form.addRow("Folders", self.watch_folders)
+        form.addRow("Links", self.links_outside)
         form.addRow("Data folder", data_dir)
         form.addRow("Settings file", settings_file)
         note = QLabel(
@@ -375,8 +395,11 @@ class SettingsDialog(SettingsForm):
                 s.ingest,
                 chunk_max_tokens=self.chunk_tokens.value(),
                 max_file_mb=self.max_file_mb.value(),
+                memory_per_file_mb=self.memory_per_file.value(),
+                seconds_per_file=self.seconds_per_file.value(),
                 ocr=self.ocr.isChecked(),
                 watch_folders=self.watch_folders.isChecked(),
+                follow_links_outside=self.links_outside.isChecked(),
             ),
             research=ResearchSettings(
                 mode=str(self.mode.currentData()),

@@ -264,10 +264,10 @@ async def test_a_rescan_that_finds_nothing_new_starts_no_converter(small: Ingest
     library._drop_converters()
     end = finished(await collect(library.rescan("milvus")))
     assert (end.indexed, end.unchanged) == (0, len(small.files))
-    assert library._converters is None or library._converters._executor is None
+    assert library._converters is None or not library._converters.started
     (small.docs / "notes.txt").write_text("Field notes.\n\nThe numbat den is empty.\n", encoding="utf-8")
     end = finished(await collect(library.rescan("milvus")))
-    assert end.indexed == 1 and library._converters is not None and library._converters._executor is not None
+    assert end.indexed == 1 and library._converters is not None and library._converters.started
 
 
 class _OtherModel:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.ingest.scan import OWN_FOLDER, scan
+from app.ingest.scan import LINK_OUTSIDE, OWN_FOLDER, scan
 
 
 def _reasons(result: object) -> dict[str, str]:
@@ -53,6 +53,32 @@ def test_a_file_given_twice_or_through_a_link_is_scanned_once(tmp_path: Path) ->
     result = scan([tmp_path / "docs", target], max_file_mb=10)
     assert len(result.files) == 1
     assert result.skipped == []
+
+
+def test_a_link_pointing_outside_the_folder_is_not_followed_unless_asked(tmp_path: Path) -> None:
+    """A link in the folder to a folder elsewhere holding secret.txt was followed without a word."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.txt").write_text("the launch codes\n", encoding="utf-8")
+    (tmp_path / "outside.md").write_text("# Out\n", encoding="utf-8")
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "inside.md").write_text("# In\n", encoding="utf-8")
+    os.symlink(elsewhere, docs / "to-elsewhere")
+    os.symlink(tmp_path / "outside.md", docs / "outside-link.md")
+    os.symlink(docs / "sub", docs / "to-sub")  # inside: followed (its file once)
+
+    result = scan([docs], max_file_mb=10)
+    assert [f.path.name for f in result.files] == ["inside.md"]
+    reasons = _reasons(result)
+    assert reasons["outside-link.md"] == reasons["to-elsewhere"] == LINK_OUTSIDE
+    assert reasons["to-sub"] != LINK_OUTSIDE  # inside the folder: followed (and its folder scanned once)
+
+    followed = scan([docs], max_file_mb=10, links_outside=True)
+    assert sorted(f.path.name for f in followed.files) == ["inside.md", "outside-link.md", "secret.txt"]
+    # a link given as the folder itself is followed: the user named it
+    os.symlink(elsewhere, tmp_path / "named-link")
+    assert [f.path.name for f in scan([tmp_path / "named-link"], max_file_mb=10).files] == ["secret.txt"]
 
 
 def test_a_missing_path_is_reported(tmp_path: Path) -> None:

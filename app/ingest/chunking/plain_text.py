@@ -8,6 +8,10 @@ from app.ingest.chunking.piece import ChunkPiece
 from app.ingest.chunking.tokens import TokenCounter
 
 _BLANK_LINES = re.compile(r"\n[ \t]*\n+")
+# A line longer than this is cut (at a space where there is one) before it is counted:
+# tokenizing a 50 MB line at once took the converter past 5 GB (issue 33). A chunk's
+# limit in tokens is far below it (256 tokens: about 1.5 KB of text).
+LONG_LINE = 8192
 
 
 def chunk_plain_text(text: str, counter: TokenCounter, max_tokens: int) -> list[ChunkPiece]:
@@ -18,10 +22,11 @@ def chunk_plain_text(text: str, counter: TokenCounter, max_tokens: int) -> list[
     for block in blocks:
         if not block.strip():
             continue
-        if counter.count(block) <= max_tokens:
+        if len(block) <= LONG_LINE and counter.count(block) <= max_tokens:
             units.append(block)
             continue
-        for line_group in _pack(block.split("\n"), counter, max_tokens, "\n"):
+        lines = [part for line in block.split("\n") for part in _cut_long(line)]
+        for line_group in _pack(lines, counter, max_tokens, "\n"):
             if counter.count(line_group) <= max_tokens:
                 units.append(line_group)
             else:
@@ -49,3 +54,15 @@ def _pack(units: list[str], counter: TokenCounter, max_tokens: int, joiner: str)
     if current:
         packed.append(joiner.join(current))
     return packed
+
+
+def _cut_long(line: str) -> list[str]:
+    """``line`` in parts of at most LONG_LINE characters, each cut after a space where
+    the part has one."""
+    parts = []
+    while len(line) > LONG_LINE:
+        cut = line.rfind(" ", LONG_LINE // 2, LONG_LINE) + 1 or LONG_LINE
+        parts.append(line[:cut])
+        line = line[cut:]
+    parts.append(line)
+    return parts

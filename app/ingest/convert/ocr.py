@@ -26,6 +26,10 @@ from app.core.serial_import import serial_import
 RENDER_SCALE = 2.0  # pypdfium2 renders at 72 dpi × scale: 144 dpi
 MIN_TEXT_CHARS = 16  # a PDF page with fewer characters in its text layer is treated as a scan
 PARAGRAPH_GAP = 1.0  # a gap taller than this many line heights starts a paragraph
+# The most pixels OCR reads in one page or image (an A4 page at 600 dpi is 35 million):
+# a larger image is refused from its declared size before it is decoded, and a PDF page
+# (whose size a file can set to anything) is rendered at a scale that stays within it.
+MAX_OCR_PIXELS = 50_000_000
 
 
 PageCallback = Callable[[int, int, str], None]  # (read so far, to read, unit: "page" or "message") of the current file
@@ -87,10 +91,17 @@ def pdf_page_images(path: Path, pages: list[int]) -> Iterator[tuple[int, np.ndar
     document = pypdfium2.PdfDocument(str(path))
     try:
         for number in pages:
-            bitmap = document[number - 1].render(scale=RENDER_SCALE)
+            page = document[number - 1]
+            bitmap = page.render(scale=render_scale(*page.get_size()))
             yield number, np.asarray(bitmap.to_pil().convert("RGB"))
     finally:
         document.close()
+
+
+def render_scale(width_pt: float, height_pt: float) -> float:
+    """``RENDER_SCALE``, or less for a page so large that it would pass ``MAX_OCR_PIXELS``."""
+    area = max(1.0, width_pt * height_pt)
+    return min(RENDER_SCALE, float((MAX_OCR_PIXELS / area) ** 0.5))
 
 
 def frame_count(path: Path) -> int:
@@ -111,11 +122,23 @@ def image_frames(path: Path) -> Iterator[tuple[int, np.ndarray]]:
     try:
         with Image.open(path) as image:
             for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+                _check_pixels(*frame.size)  # declared in the header: nothing decoded yet
                 yield number, np.asarray(frame.convert("RGB"))
+    except Image.DecompressionBombError as exc:
+        raise IngestError(f"The image is too large to read ({exc}).") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise IngestError(
             f"The image cannot be read ({exc}).", "It may be damaged or not an image; open it to check."
         ) from None
+
+
+def _check_pixels(width: int, height: int) -> None:
+    if width * height > MAX_OCR_PIXELS:
+        raise IngestError(
+            f"The image is {width:,} × {height:,} pixels ({width * height / 1e6:,.0f} million), more "
+            f"than the {MAX_OCR_PIXELS / 1e6:.0f} million OCR reads in one image; skipped.",
+            "Scale it down (a page at 300 dpi is about 9 million pixels) and add it again.",
+        )
 
 
 def _paragraphs(texts: list[str], boxes: np.ndarray) -> str:

@@ -1,29 +1,41 @@
 """Conversions run off the event loop: a :class:`Converter` in each of a few worker
 processes (Docling holds the GIL for most of its work; a thread would stall the
-event loop), or threads when measuring. A worker that dies is replaced.
+event loop), or threads when measuring.
+
+Each worker process reads one file at a time, under limits (``limits.py``): a
+watchdog here reads its resident memory and the time the file has taken, and kills
+it past either; on Linux the worker's address space has a ceiling of its own as a
+backstop. A killed or crashed worker is replaced, and only the file it was reading
+is named for it: the other workers' files go on.
 
 While OCR reads a file's pages, the worker reports each page on a queue; a listener
 thread here hands it to the ``on_page`` the file's ``convert`` was given, on its
 event loop (the ingest's progress then counts pages, not only files). The result
-comes back by another way (the executor's), and can overtake the reports: so the
+comes back by another way (the worker's pipe), and can overtake the reports: so the
 worker ends a file's reports with a mark, and ``convert`` returns only once the mark
 is through — every report of a file is heard before its result."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import multiprocessing
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
+import psutil
+
 from app.core.errors import IngestError
 from app.ingest.convert.converter import Converter, ConverterConfig
+from app.ingest.convert.limits import ConvertLimits, crashed, too_long, too_much_memory
 from app.ingest.convert.results import ConvertOutcome
 from app.ingest.file_errors import short_error
 
@@ -32,43 +44,60 @@ ExecutorKind = Literal["process", "thread"]
 PageReport = Callable[[int, int, str], None]
 REPORTS_END = "end"  # the unit of the mark after a file's last report
 REPORTS_WAIT_S = 10.0  # how long a result waits for its file's reports at most (a lost mark)
+WATCH_S = 0.1  # how often the watchdog reads a worker's memory and the time its file has taken
+OCR_PAGE = "page"  # the unit of a page OCR has read (each earns the file more time)
 
 
 class ConversionPool:
     """Converters in ``workers`` processes (default) or threads, created once and
-    reused; ``convert`` awaits one file without blocking the event loop."""
+    reused; ``convert`` awaits one file without blocking the event loop. Processes
+    read each file under ``limits``; threads (measurements only) have none."""
 
-    def __init__(self, config: ConverterConfig, workers: int = 2, kind: ExecutorKind = "process") -> None:
+    def __init__(
+        self,
+        config: ConverterConfig,
+        workers: int = 2,
+        kind: ExecutorKind = "process",
+        limits: ConvertLimits | None = None,
+    ) -> None:
         self.config = config
         self.workers = max(1, workers)
         self.kind = kind
-        self._executor: Executor | None = None
-        self._starting = asyncio.Lock()
+        self.limits = limits or ConvertLimits()
+        self._threads: ThreadPoolExecutor | None = None
+        self._idle: queue.Queue[_Worker | None] | None = None  # None: a slot whose worker is yet to start
+        self._started = False
+        self._start_lock = threading.Lock()
         self._pages: Any = None  # the queue workers report OCR pages on: (path, read, total)
         self._on_page: dict[str, PageReport] = {}  # path → where its pages are reported
         self._reports_end: dict[str, Callable[[], None]] = {}  # path → told when its reports are through
+        self._ocr_pages: dict[str, int] = {}  # path → pages OCR has read of it (each earns time)
 
-    def _ensure(self) -> Executor:
-        if self._executor is None:
+    @property
+    def started(self) -> bool:
+        """Whether the workers were asked for (processes start then, or at the first file)."""
+        return self._started
+
+    def _ensure(self) -> None:
+        with self._start_lock:
+            if self._started:
+                return
             if self.kind == "process":
                 context = multiprocessing.get_context("spawn")
                 self._pages = context.Queue()
-                self._executor = ProcessPoolExecutor(
-                    max_workers=self.workers,
-                    mp_context=context,
-                    initializer=_init_worker,
-                    initargs=(self.config, self._pages),
-                )
+                self._idle = queue.Queue()
+                for _ in range(self.workers):
+                    self._idle.put(None)
             else:
                 self._pages = queue.SimpleQueue()
-                self._executor = ThreadPoolExecutor(
+                self._threads = ThreadPoolExecutor(
                     max_workers=self.workers,
                     thread_name_prefix="fathom-convert",
                     initializer=_init_thread_worker,
                     initargs=(self.config, self._pages),
                 )
             threading.Thread(target=self._listen, args=(self._pages,), name="fathom-ocr-pages", daemon=True).start()
-        return self._executor
+            self._started = True
 
     def _listen(self, pages: Any) -> None:
         """Hand each page report to its file's ``on_page`` until the pool shuts down."""
@@ -82,6 +111,8 @@ class ConversionPool:
                 if ended is not None:
                     ended()
                 continue
+            if unit == OCR_PAGE and path in self._ocr_pages:
+                self._ocr_pages[path] += 1
             on_page = self._on_page.get(path)
             if on_page is not None:
                 on_page(read, total, unit)
@@ -89,53 +120,169 @@ class ConversionPool:
     async def start(self) -> None:
         """Start the workers from a helper thread: spawning a process (and sending it
         the tokenizer) can take seconds on a busy machine, never on the event loop."""
-        async with self._starting:
-            if self._executor is None:
-                await asyncio.to_thread(self._start_blocking)
+        await asyncio.to_thread(self._start_blocking)
 
     def _start_blocking(self) -> None:
-        executor = self._ensure()
-        if self.kind == "process":
-            pings = [executor.submit(_ping) for _ in range(self.workers)]
-            for ping in pings:
-                ping.result()
+        self._ensure()
+        if self.kind != "process" or self._idle is None:
+            return
+        idle = self._idle
+        taken: list[_Worker | None] = []  # the slots idle now (a busy worker has started already)
+        while True:
+            try:
+                taken.append(idle.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            for i, worker in enumerate(taken):
+                if worker is None or not worker.alive():
+                    taken[i] = self._new_worker()
+            for worker in taken:
+                if worker is not None:
+                    with contextlib.suppress(EOFError, OSError):  # died starting: its next file says so
+                        worker.wait_ready()
+        finally:
+            for worker in taken:
+                idle.put(worker if worker is not None and worker.alive() else None)
+
+    def _new_worker(self) -> _Worker:
+        return _Worker(self.config, self._pages, self.limits)
 
     async def convert(self, path: Path, on_page: PageReport | None = None) -> ConvertOutcome:
         """Convert one file; ``on_page`` (called on this event loop) hears of each page OCR reads."""
         loop = asyncio.get_running_loop()
-        await self.start()
-        fn: Callable[[str], ConvertOutcome] = _convert_in_worker if self.kind == "process" else _convert_in_thread
+        await asyncio.to_thread(self._ensure)
         key = str(path)
         reports_through = asyncio.Event()
         if on_page is not None:
             self._on_page[key] = lambda read, total, unit: _call_soon(loop, on_page, read, total, unit)
             self._reports_end[key] = lambda: _call_soon(loop, reports_through.set)
+        self._ocr_pages[key] = 0
         try:
-            outcome = await loop.run_in_executor(self._ensure(), fn, key)
-            if on_page is not None:
+            if self.kind == "process":
+                outcome, reports_sent = await asyncio.to_thread(self._convert_in_process, key)
+            else:
+                assert self._threads is not None
+                outcome = await loop.run_in_executor(self._threads, _convert_in_thread, key)
+                reports_sent = True
+            if on_page is not None and reports_sent:
                 try:
                     await asyncio.wait_for(reports_through.wait(), REPORTS_WAIT_S)
                 except TimeoutError:
                     pass  # the mark was lost: the result matters more than a page count
             return outcome
-        except Exception as exc:
-            from concurrent.futures.process import BrokenProcessPool
-
-            if isinstance(exc, BrokenProcessPool):
-                # a worker died (out of memory, a crash in a native parser): start fresh
-                self.shutdown()
-                return ConvertOutcome(error="The converter crashed on this file (it may be damaged or too large).")
-            raise
         finally:
             self._on_page.pop(key, None)
             self._reports_end.pop(key, None)
+            self._ocr_pages.pop(key, None)
+
+    def _convert_in_process(self, key: str) -> tuple[ConvertOutcome, bool]:
+        """In a helper thread: read ``key`` in an idle worker under the limits; a worker
+        killed or lost is replaced. Returns the outcome, and whether the worker lived
+        to end the file's reports."""
+        idle = self._idle
+        if idle is None:
+            return ConvertOutcome(error="Conversion failed unexpectedly: the converters were shut down."), False
+        worker = idle.get()
+        try:
+            if worker is None or not worker.alive():
+                worker = None
+                worker = self._new_worker()
+            try:
+                size = os.stat(key).st_size
+            except OSError:
+                size = 0
+            outcome, finished = worker.read(key, lambda: self.limits.seconds_for(size, self._ocr_pages.get(key, 0)))
+            return outcome, finished
+        finally:
+            if self._idle is idle:
+                idle.put(worker if worker is not None and worker.alive() else None)
+            elif worker is not None:  # shut down meanwhile
+                worker.stop()
 
     def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        with self._start_lock:
+            if not self._started:
+                return
+            if self._threads is not None:
+                self._threads.shutdown(wait=False, cancel_futures=True)
+                self._threads = None
+            if self._idle is not None:
+                idle, self._idle = self._idle, None
+                while True:
+                    try:
+                        worker = idle.get_nowait()
+                    except queue.Empty:
+                        break
+                    if worker is not None:
+                        worker.stop()
             self._pages.put(None)  # the listener's end
             self._pages = None
+            self._started = False
+
+
+class _Worker:
+    """One worker process reading one file at a time, and its watchdog."""
+
+    def __init__(self, config: ConverterConfig, pages: Any, limits: ConvertLimits) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.limits = limits
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_worker_main,
+            args=(config, pages, child, limits.address_space_bytes),
+            name="fathom-convert",
+            daemon=True,
+        )
+        self.process.start()
+        child.close()
+        self._ready = False
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def wait_ready(self) -> None:
+        """Wait until the worker has built its converter (raises if it died doing so)."""
+        if not self._ready:
+            self.conn.recv()
+            self._ready = True
+
+    def read(self, path: str, allowed_s: Callable[[], float]) -> tuple[ConvertOutcome, bool]:
+        """Have the worker read ``path``: its outcome, and whether it finished the file
+        (False: it died, or the watchdog killed it, and the outcome says so)."""
+        try:
+            self.wait_ready()
+            self.conn.send(path)
+        except (EOFError, OSError):
+            self.stop()
+            return ConvertOutcome(error=crashed()), False
+        started = time.monotonic()
+        watched = psutil.Process(self.process.pid)
+        while True:
+            try:
+                if self.conn.poll(WATCH_S):
+                    outcome: ConvertOutcome = self.conn.recv()
+                    return outcome, True
+            except (EOFError, OSError):
+                self.stop()
+                return ConvertOutcome(error=crashed()), False
+            try:
+                resident = watched.memory_info().rss
+            except psutil.Error:
+                resident = 0
+            if resident > self.limits.memory_bytes:
+                self.stop()
+                return ConvertOutcome(error=too_much_memory(self.limits)), False
+            allowed = allowed_s()
+            if time.monotonic() - started > allowed:
+                self.stop()
+                return ConvertOutcome(error=too_long(allowed)), False
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        self.conn.close()
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
@@ -164,8 +311,30 @@ def _init_worker(config: ConverterConfig, pages: Any) -> None:
     gc.set_threshold(GC_THRESHOLD, 10, 10)
 
 
-def _ping() -> int:
-    return os.getpid()
+def _worker_main(config: ConverterConfig, pages: Any, conn: Connection, address_space: int) -> None:
+    """A worker process: build the converter, say so, then read each path sent until the pipe closes."""
+    _limit_address_space(address_space)
+    _init_worker(config, pages)
+    conn.send("ready")
+    while True:
+        try:
+            path = conn.recv()
+        except (EOFError, OSError):
+            return
+        conn.send(_convert_in_worker(path))
+
+
+def _limit_address_space(limit: int) -> None:
+    """The operating system's ceiling on this process's memory, where it has one (Linux)."""
+    try:
+        import resource
+
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):  # Windows; macOS refuses an address-space limit
+        pass
 
 
 def _convert_in_worker(path: str) -> ConvertOutcome:

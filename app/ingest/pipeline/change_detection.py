@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from app.core.models import Document, DocumentStatus
+from app.ingest.convert.limits import gave_up_on
 from app.ingest.paths import display_path, is_under
 from app.ingest.scan import ScannedFile, ScanResult
 
@@ -46,6 +47,17 @@ def content_hash_of(scanned_file: ScannedFile, previous: Document | None) -> str
 def is_unchanged(previous: Document | None, content_hash: str) -> TypeGuard[Document]:
     """Indexed before with this very content: nothing to redo."""
     return previous is not None and previous.status is DocumentStatus.INDEXED and previous.content_hash == content_hash
+
+
+def given_up_before(previous: Document | None, content_hash: str) -> TypeGuard[Document]:
+    """The converter gave up on this very content before (killed past a limit, or
+    crashed): not read again until it changes or the user asks."""
+    return (
+        previous is not None
+        and previous.status is DocumentStatus.FAILED
+        and previous.content_hash == content_hash
+        and gave_up_on(previous.error)
+    )
 
 
 def duplicate_of(content_hash: str, path: str, known: dict[str, Document], claimed: dict[str, str]) -> str | None:

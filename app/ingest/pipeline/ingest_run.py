@@ -53,6 +53,7 @@ from app.ingest.pipeline.change_detection import (
     OFFLINE,
     content_hash_of,
     duplicate_of,
+    given_up_before,
     gone_documents,
     is_unchanged,
     looks_unchanged,
@@ -84,6 +85,8 @@ class IngestPipeline:
         embed_workers: int,
         max_file_mb: float,
         ocr: bool = True,
+        retry_given_up: bool = False,
+        links_outside: bool = False,
     ) -> None:
         self.ledger = ledger
         self.catalog = ledger.catalog  # reads and ingest-run bookkeeping
@@ -94,6 +97,10 @@ class IngestPipeline:
         self.embed_workers = max(1, embed_workers)
         self.max_file_mb = max_file_mb
         self.ocr = ocr  # images are scanned in (and read by OCR) only when it is on
+        # an unchanged file the converter gave up on (killed past a limit, crashed) is read
+        # again only when asked: otherwise every re-scan and watch event would
+        self.retry_given_up = retry_given_up
+        self.links_outside = links_outside  # follow symbolic links that point outside the folder
 
     async def run(self, collection: str, roots: Sequence[Path]) -> AsyncGenerator[IngestEvent, None]:
         """Index ``roots`` into ``collection``; documents under a root that are gone
@@ -165,7 +172,7 @@ class _Run:
         if not known:  # a new collection: the workers start while we scan
             self._warm_up_converters()
         scanned: ScanResult = await asyncio.to_thread(
-            functools.partial(scan, self.roots, self.p.max_file_mb, ocr=self.p.ocr)
+            functools.partial(scan, self.roots, self.p.max_file_mb, ocr=self.p.ocr, links_outside=self.p.links_outside)
         )
         if any(not looks_unchanged(f, known.get(display_path(f.path))) for f in scanned.files):
             self._warm_up_converters()  # while files are hashed; a re-scan that finds nothing new starts none
@@ -221,6 +228,9 @@ class _Run:
             if is_unchanged(previous, content_hash):
                 self.claimed_hashes.setdefault(content_hash, path)
                 await self.steps.unchanged(path, previous, scanned_file)
+                continue
+            if not self.p.retry_given_up and given_up_before(previous, content_hash):
+                await self.steps.failed(path, scanned_file, previous.error, previous, content_hash)
                 continue
             original = await asyncio.to_thread(duplicate_of, content_hash, path, known, self.claimed_hashes)
             if original is not None:
