@@ -24,7 +24,8 @@ class Scale:
     nested_divs: int
     oneline_kib: int  # embedding its chunks is what costs: 20 MB are 23,000 chunks
     mail_attachment_mib: int
-    nesting: int  # Markdown list and quote depth
+    nesting: int  # Markdown quote depth
+    list_nesting: int  # Markdown list depth (its size grows as the square of it)
 
 
 FULL = Scale(
@@ -35,6 +36,7 @@ FULL = Scale(
     oneline_kib=50 * 1024,
     mail_attachment_mib=80,
     nesting=100_000,
+    list_nesting=5_000,
 )
 CI = Scale(
     flate_mib=256,
@@ -43,7 +45,8 @@ CI = Scale(
     nested_divs=100_000,
     oneline_kib=512,
     mail_attachment_mib=20,
-    nesting=3_000,
+    nesting=20_000,
+    list_nesting=3_000,
 )
 
 # each good file holds a word found nowhere else: a search for it must find its file
@@ -175,7 +178,7 @@ def write_hostile(folder: Path, scale: Scale = CI) -> dict[str, Path]:
         "nest_divs.html": nested_divs_html(scale.nested_divs),
         "oneline.txt": one_line_text(scale.oneline_kib),
         "malformed_huge.eml": malformed_mail(scale.mail_attachment_mib),
-        "nest_list_lines.md": nested_list_markdown(scale.nesting),
+        "nest_list_lines.md": nested_list_markdown(scale.list_nesting),
         "nest_quote.md": nested_quote_markdown(scale.nesting),
     }
     written = {}

@@ -322,7 +322,7 @@ class Library:
         embedder = await self._run(self.embedder)
         dimension = await self._run(lambda: embedder.dimension)
         await self._write(self.ledger.reset_collection, existing.name, embedder.model_name, dimension)
-        async with aclosing(self._rescan(existing.name)) as events:
+        async with aclosing(self._rescan(existing.name, False)) as events:
             async for event in events:
                 yield event
 
@@ -375,16 +375,17 @@ class Library:
             async for event in events:
                 yield event
 
-    def rescan(self, collection: str) -> AsyncGenerator[IngestEvent, None]:
+    def rescan(self, collection: str, *, retry: bool = False) -> AsyncGenerator[IngestEvent, None]:
         """Walk the collection's folders and files again: new and changed files are
-        indexed, deleted ones removed, half-done ones redone."""
-        return self._rescan(collection)
+        indexed, deleted ones removed, half-done ones redone; ``retry``: the unchanged
+        files the converter gave up on before are read again too."""
+        return self._rescan(collection, retry)
 
-    async def _rescan(self, collection: str) -> AsyncGenerator[IngestEvent, None]:
+    async def _rescan(self, collection: str, retry: bool) -> AsyncGenerator[IngestEvent, None]:
         existing = await self._run(self.catalog.require_collection, collection)
         await self.create_collection(existing.name)
         roots = [Path(r) for r in await self._run(self.catalog.roots, collection)]
-        async with aclosing(self._pipeline_run(collection, roots)) as events:
+        async with aclosing(self._pipeline_run(collection, roots, retry=retry)) as events:
             async for event in events:
                 yield event
 

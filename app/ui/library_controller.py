@@ -310,10 +310,11 @@ class LibraryController(QObject):
             "searched. To index part of it, add its folders one by one.",
         )
 
-    def rescan(self, collection: str) -> None:
-        """Index new and changed files of ``collection``, drop deleted ones."""
+    def rescan(self, collection: str, *, retry: bool = False) -> None:
+        """Index new and changed files of ``collection``, drop deleted ones; ``retry``:
+        read again the files the converter gave up on (past a limit, or crashing it)."""
         if self._library is not None and not self.ingesting:
-            self._start(self._run_ingest([], collection, how="rescan"), "re-scan")
+            self._start(self._run_ingest([], collection, how="retry" if retry else "rescan"), "re-scan")
 
     def reindex(self, collection: str) -> None:
         """Embed ``collection`` again with the embedding model now in Settings."""
@@ -345,8 +346,8 @@ class LibraryController(QObject):
         mismatch = False
         try:
             stream: Any
-            if how == "rescan":
-                stream = library.rescan(collection)
+            if how in ("rescan", "retry"):
+                stream = library.rescan(collection, retry=how == "retry")
             elif how == "reindex":
                 stream = library.reindex(collection)
             else:

@@ -153,6 +153,13 @@ class LibraryPanel(QWidget):
         self.reindex_action.triggered.connect(self._on_reindex)
         self.rescan_action = QAction("Re-scan", self)
         self.rescan_action.triggered.connect(self._on_rescan)
+        self.retry_action = QAction("Re-scan, reading again the files given up on", self)
+        self.retry_action.setObjectName("retryGivenUp")
+        self.retry_action.setToolTip(
+            "Files that took more memory or time than Settings allow (or crashed the converter) are "
+            "not read again until they change; this reads them again (after raising the limits, say)"
+        )
+        self.retry_action.triggered.connect(self._on_retry)
         self.remove_action = QAction("Remove…", self)
         self.remove_action.triggered.connect(self._on_remove)
         self.follow_action = QAction("Follow changes in its folders", self)
@@ -225,6 +232,7 @@ class LibraryPanel(QWidget):
         self.rescan_button.setEnabled(idle and selected is not None)
         self.remove_button.setEnabled(idle and selected is not None)
         self.rescan_action.setEnabled(self.rescan_button.isEnabled())
+        self.retry_action.setEnabled(self.rescan_button.isEnabled())
         self.remove_action.setEnabled(self.remove_button.isEnabled())
         self.reindex_action.setEnabled(idle and selected is not None and selected[0] == "collection")
         self.repair_button.setEnabled(idle)
@@ -324,6 +332,11 @@ class LibraryPanel(QWidget):
         if selected is not None:
             self.controller.rescan(selected[1])
 
+    def _on_retry(self) -> None:
+        selected = self._selected()
+        if selected is not None:
+            self.controller.rescan(selected[1], retry=True)
+
     def _on_reindex(self) -> None:
         selected = self._selected()
         if selected is not None and selected[0] == "collection":
@@ -345,7 +358,7 @@ class LibraryPanel(QWidget):
             self.follow_action.setChecked(self.watched.get(selected[1], True))
             self.follow_action.blockSignals(False)
             menu.addAction(self.follow_action)
-        for act in (self.rescan_action, self.reindex_action, self.remove_action):
+        for act in (self.rescan_action, self.retry_action, self.reindex_action, self.remove_action):
             menu.addAction(act)
         menu.popup(self.tree.viewport().mapToGlobal(position))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -186,9 +187,13 @@ async def test_a_file_over_the_time_limit_is_skipped_with_the_time(
 ) -> None:
     slow = tmp_path / "nest.html"
     slow.write_bytes(nested_divs_html(100_000))
-    pool = _pool(embedder, ConvertLimits(seconds=3, seconds_per_mb=0), workers=1)
+    limits = ConvertLimits(seconds=3, seconds_per_mb=0)
+    pool = _pool(embedder, limits, workers=1)
     try:
         await pool.start()
+        if sys.platform == "linux":  # the operating system's own ceiling, the watchdog's backstop
+            ceilings = [c.rlimit(psutil.RLIMIT_AS)[0] for c in psutil.Process().children()]
+            assert limits.address_space_bytes in ceilings, ceilings
         started = time.monotonic()
         outcome = await pool.convert(slow)
         assert time.monotonic() - started < 15
