@@ -9,6 +9,7 @@ from pathlib import Path
 from app.core.errors import IngestError
 from app.ingest.docling_formats import docling_suffixes
 from app.ingest.file_errors import EMPTY_FILE, unreadable
+from app.ingest.regular_files import open_regular
 
 # Docling formats whose files are zip packages, and what to call them
 ZIP_FORMATS = {
@@ -25,7 +26,7 @@ ZIP_FORMATS = {
 def read_head(path: Path) -> bytes:
     """The file's first 4 KiB; IngestError when it cannot be read or is empty."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:  # a file swapped for a pipe since the scan: said, not waited on
             head = handle.read(4096)
     except IsADirectoryError:
         raise IngestError("This is a folder, not a file.") from None

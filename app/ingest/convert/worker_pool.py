@@ -45,6 +45,7 @@ PageReport = Callable[[int, int, str], None]
 REPORTS_END = "end"  # the unit of the mark after a file's last report
 REPORTS_WAIT_S = 10.0  # how long a result waits for its file's reports at most (a lost mark)
 WATCH_S = 0.1  # how often the watchdog reads a worker's memory and the time its file has taken
+PARENT_WATCH_S = 0.5  # how often a worker checks that the process that started it is alive
 OCR_PAGE = "page"  # the unit of a page OCR has read (each earns the file more time)
 
 
@@ -72,6 +73,7 @@ class ConversionPool:
         self._on_page: dict[str, PageReport] = {}  # path → where its pages are reported
         self._reports_end: dict[str, Callable[[], None]] = {}  # path → told when its reports are through
         self._ocr_pages: dict[str, int] = {}  # path → pages OCR has read of it (each earns time)
+        self._busy: dict[str, _Worker] = {}  # path → the worker reading it
 
     @property
     def started(self) -> bool:
@@ -160,7 +162,12 @@ class ConversionPool:
         self._ocr_pages[key] = 0
         try:
             if self.kind == "process":
-                outcome, reports_sent = await asyncio.to_thread(self._convert_in_process, key)
+                try:
+                    outcome, reports_sent = await asyncio.to_thread(self._convert_in_process, key)
+                except asyncio.CancelledError:
+                    # stopped (Ctrl+C, SIGTERM, Stop): the file is not waited for, nor its worker
+                    self._abandon(key)
+                    raise
             else:
                 assert self._threads is not None
                 outcome = await loop.run_in_executor(self._threads, _convert_in_thread, key)
@@ -192,13 +199,21 @@ class ConversionPool:
                 size = os.stat(key).st_size
             except OSError:
                 size = 0
+            self._busy[key] = worker
             outcome, finished = worker.read(key, lambda: self.limits.seconds_for(size, self._ocr_pages.get(key, 0)))
             return outcome, finished
         finally:
+            self._busy.pop(key, None)
             if self._idle is idle:
                 idle.put(worker if worker is not None and worker.alive() else None)
             elif worker is not None:  # shut down meanwhile
                 worker.stop()
+
+    def _abandon(self, key: str) -> None:
+        """Kill the worker reading ``key``, if one is: its helper thread then ends at once."""
+        worker = self._busy.get(key)
+        if worker is not None:
+            worker.stop()
 
     def shutdown(self) -> None:
         with self._start_lock:
@@ -313,6 +328,7 @@ def _init_worker(config: ConverterConfig, pages: Any) -> None:
 
 def _worker_main(config: ConverterConfig, pages: Any, conn: Connection, address_space: int) -> None:
     """A worker process: build the converter, say so, then read each path sent until the pipe closes."""
+    _end_with_parent()
     _limit_address_space(address_space)
     _init_worker(config, pages)
     conn.send("ready")
@@ -322,6 +338,21 @@ def _worker_main(config: ConverterConfig, pages: Any, conn: Connection, address_
         except (EOFError, OSError):
             return
         conn.send(_convert_in_worker(path))
+
+
+def _end_with_parent() -> None:
+    """End this worker when the process that started it is gone (killed, say), even in the
+    middle of a file: nothing else would (a kill -9 of ``fathom ingest`` left its converter
+    running for good, holding the terminal's output open)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_WATCH_S)
+            if os.getppid() != parent:  # adopted by another: the parent died
+                os._exit(1)
+
+    threading.Thread(target=watch, name="fathom-parent-watch", daemon=True).start()
 
 
 def _limit_address_space(limit: int) -> None:

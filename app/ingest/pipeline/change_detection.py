@@ -12,6 +12,7 @@ from typing import TypeGuard
 from app.core.models import Document, DocumentStatus
 from app.ingest.convert.limits import gave_up_on
 from app.ingest.paths import display_path, is_under
+from app.ingest.regular_files import open_regular
 from app.ingest.scan import ScannedFile, ScanResult
 
 HASH_BLOCK = 1 << 20
@@ -19,7 +20,7 @@ HASH_BLOCK = 1 << 20
 
 def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a file swapped for a pipe since the scan: said, not waited on
         while block := handle.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()

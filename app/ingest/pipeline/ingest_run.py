@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from app.core.errors import IngestError
 from app.core.events import IngestEvent
 from app.core.ids import make_doc_id
 from app.core.models import Document
@@ -224,6 +225,9 @@ class _Run:
                 content_hash = await asyncio.to_thread(content_hash_of, scanned_file, previous)
             except OSError as exc:
                 await self.steps.failed(path, scanned_file, str(unreadable(exc)), previous)
+                continue
+            except IngestError as exc:  # no longer a regular file (swapped for a pipe since the scan)
+                await self.steps.skipped(path, str(exc), previous, scanned_file)
                 continue
             if is_unchanged(previous, content_hash):
                 self.claimed_hashes.setdefault(content_hash, path)

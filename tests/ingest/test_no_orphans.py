@@ -1,0 +1,105 @@
+"""No orphans, no hangs (issue 36): a converter process ends with the ingest that
+started it, however that ends, and a file swapped for a named pipe after the scan is
+named, not waited on for ever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from fathom_process import INSTALLED
+from hostile_corpus import nested_divs_html
+from ingest_files import paths_in
+
+import app.ingest.pipeline.ingest_run as ingest_run
+from app.core.errors import IngestError
+from app.core.events import FileDone, IngestFinished
+from app.core.settings import Settings
+from app.ingest.convert import Converter
+from app.ingest.embedder import OnnxMiniLMEmbedder
+from app.ingest.library import Library
+from app.ingest.regular_files import NOT_REGULAR
+from app.ingest.scan import ScanResult
+
+
+def _busy_converter(ingest: psutil.Process, deadline_s: float = 60) -> list[psutil.Process]:
+    """The ingest's descendants, once one of them (the converter) is busy reading."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        family = ingest.children(recursive=True)
+        if any(p.cpu_percent(interval=0.2) > 50 for p in family):
+            return ingest.children(recursive=True)
+        time.sleep(0.2)
+    raise AssertionError("no converter got busy")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="kill -9 and SIGTERM are POSIX signals")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_no_conversion_process_outlives_its_ingest(tmp_path: Path, how: signal.Signals) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "nest.html").write_bytes(nested_divs_html(100_000))  # minutes of reading
+    env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home")}
+    ingest = subprocess.Popen(
+        [*INSTALLED, "ingest", str(docs), "--collection", "deep"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        family = _busy_converter(psutil.Process(ingest.pid))
+        ingest.send_signal(how)
+        # the pipes reach their end only once no process holds them: a worker that lived on
+        # held the terminal's output open (a script waiting for it hung)
+        _out, err = ingest.communicate(timeout=30)
+        _gone, alive = psutil.wait_procs(family, timeout=10)
+        assert alive == [], [(p.pid, p.name()) for p in alive]
+        if how == signal.SIGTERM:  # stopped as Ctrl+C stops it
+            assert ingest.returncode == 130, err
+            assert "What was indexed is kept" in err
+    finally:
+        if ingest.poll() is None:
+            ingest.kill()
+            ingest.communicate()
+
+
+def test_a_pipe_is_not_read_by_the_converter(tmp_path: Path, converter: Converter) -> None:
+    fifo = tmp_path / "notes.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(IngestError, match="Not a regular file"):
+        converter.convert(fifo)  # before: blocked for ever in open()
+
+
+async def test_a_file_swapped_for_a_pipe_after_the_scan_is_named_and_the_rest_indexed(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    swapped = docs / "swapped.txt"
+    swapped.write_text("The wombat ledger is kept in the shed.\n", encoding="utf-8")
+    (docs / "tides.md").write_text("# Tides\n\nThe spring tide peaks at 5.2 metres.\n", encoding="utf-8")
+    real_scan = ingest_run.scan
+
+    def scan_then_swap(*args: object, **kwargs: object) -> ScanResult:
+        result = real_scan(*args, **kwargs)  # type: ignore[arg-type]
+        swapped.unlink()
+        os.mkfifo(swapped)
+        return result
+
+    monkeypatch.setattr(ingest_run, "scan", scan_then_swap)
+    library = Library.open(Settings(), paths_in(tmp_path / "home"), embedder=embedder)
+    try:
+        events = [e async for e in library.ingest([docs], "notes")]
+        done = {Path(e.path).name: e for e in events if isinstance(e, FileDone)}
+        assert done["swapped.txt"].reason == NOT_REGULAR, done["swapped.txt"]
+        assert done["tides.md"].status == "indexed"
+        assert isinstance(events[-1], IngestFinished)
+    finally:
+        await library.aclose()
