@@ -55,8 +55,11 @@ class AppPaths:
         return self.cache_dir / "logs"
 
     def ensure(self) -> AppPaths:
+        """Create the folders, private to the user (0700) whatever the umask."""
+        from app.core.private_folders import private_folder
+
         for folder in (self.config_dir, self.data_dir, self.cache_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+            private_folder(folder)
         return self
 
 

@@ -28,6 +28,7 @@ from app.core.errors import CollectionNotFound, StoreError, StoreLocked
 from app.core.events import IngestEvent, IngestProgress, IngestStarted
 from app.core.models import Chunk, Collection, Document, Hit
 from app.core.paths import AppPaths
+from app.core.private_folders import make_private
 from app.core.settings import Settings
 from app.ingest.chunking.tokens import chunk_token_limit
 from app.ingest.convert.converter import ConverterConfig
@@ -108,6 +109,9 @@ class Library:
         one the settings name (loaded lazily otherwise); ``converter_kind`` "thread"
         converts in threads instead of worker processes (for measurements)."""
         paths.ensure()
+        # what an older Fathom (or a umask) left readable by others: tightened, and said
+        made_before = paths.catalog_file.exists()
+        opened = make_private([paths.data_dir, paths.config_dir], except_under=[paths.exports_dir])
         lock = acquire_instance_lock(paths)
         catalog: Catalog | None = None
         try:
@@ -129,6 +133,13 @@ class Library:
             raise
         if store.lite_path is not None:  # so that `fathom search` can read while this process holds it
             reader_address.publish(paths, store.lite_path)
+        # the files opening made (all of a new library's; the search engine's logs)
+        make_private([paths.data_dir, paths.config_dir, paths.cache_dir], except_under=[paths.exports_dir])
+        if opened and made_before:
+            library.notices.append(
+                f"Made the library private to you: {opened:,} of its files and folders could be read by other "
+                "users of this computer (folders are now 0700, files 0600)."
+            )
         return library
 
     @classmethod

@@ -86,7 +86,7 @@ def scan(paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True, links_o
     symbolic link in a folder that points outside it is followed only with ``links_outside``."""
     result = ScanResult()
     rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr, own=tuple(own_folders()), links_outside=links_outside)
-    seen_files: set[tuple[int, int]] = set()
+    seen_files: dict[tuple[int, int], Path] = {}
     seen_dirs: set[tuple[int, int]] = set()
     for given in paths:
         root = absolute(given)
@@ -109,7 +109,7 @@ def _walk(
     root: Path,
     result: ScanResult,
     rules: _Rules,
-    seen_files: set[tuple[int, int]],
+    seen_files: dict[tuple[int, int], Path],
     seen_dirs: set[tuple[int, int]],
 ) -> None:
     stack = [root]
@@ -180,12 +180,8 @@ def _consider_file(
     info: os.stat_result,
     result: ScanResult,
     rules: _Rules,
-    seen_files: set[tuple[int, int]],
+    seen_files: dict[tuple[int, int], Path],
 ) -> None:
-    key = (info.st_dev, info.st_ino)
-    if key in seen_files:
-        return  # the same file reached twice (given twice, or through a link)
-    seen_files.add(key)
     if not stat.S_ISREG(info.st_mode):
         result.skipped.append(Skipped(display_path(path), "Not a regular file; Fathom skips it."))
         return
@@ -211,6 +207,15 @@ def _consider_file(
             )
         )
         return
+    # the same file under another name (a hard or symbolic link), checked only now: the
+    # name Fathom can read wins, whichever sorts first (a link named .dat hid its .txt)
+    key = (info.st_dev, info.st_ino)
+    first = seen_files.get(key)
+    if first is not None:
+        if first != path:  # (the same path given twice is simply taken once)
+            result.skipped.append(Skipped(display_path(path), f"The same file as {display_path(first)}; indexed once."))
+        return
+    seen_files[key] = path
     result.files.append(ScannedFile(path=path, size=info.st_size, mtime=info.st_mtime))
 
 

@@ -52,7 +52,22 @@ def test_a_file_given_twice_or_through_a_link_is_scanned_once(tmp_path: Path) ->
     os.symlink(target, tmp_path / "docs" / "link-to-a.md")
     result = scan([tmp_path / "docs", target], max_file_mb=10)
     assert len(result.files) == 1
-    assert result.skipped == []
+    assert [(Path(s.path).name, s.reason) for s in result.skipped] == [
+        ("link-to-a.md", f"The same file as {target}; indexed once.")
+    ]
+
+
+def test_of_two_names_of_one_file_the_readable_one_is_indexed(tmp_path: Path) -> None:
+    """``alias.dat -> notes.txt`` and a hard link ``notes.bak``: the .dat name sorted first and
+    hid notes.txt, which was never indexed nor mentioned."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The wombat ledger.\n", encoding="utf-8")
+    os.link(notes, tmp_path / "notes.bak")
+    os.symlink(notes, tmp_path / "alias.dat")
+    result = scan([tmp_path], max_file_mb=10)
+    assert [f.path.name for f in result.files] == ["notes.txt"]
+    reasons = _reasons(result)
+    assert "does not read '.dat'" in reasons["alias.dat"] and "does not read '.bak'" in reasons["notes.bak"]
 
 
 def test_a_link_pointing_outside_the_folder_is_not_followed_unless_asked(tmp_path: Path) -> None:
