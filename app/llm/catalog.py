@@ -14,8 +14,10 @@ and size the download is checked against.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,10 @@ HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 REQUIRED = ("id", "name", "sha256", "size_bytes", "ram_gb", "context", "license", "reasoning")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,79}$")
+# the most a catalog entry may say: a 1 TiB file, 4 TB of memory, a context of 16M tokens
+MAX_SIZE_BYTES = 2**40
+MAX_RAM_GB = 4096
+MAX_CONTEXT = 2**24
 
 
 class CatalogError(FathomError):
@@ -168,9 +174,13 @@ def refresh_catalog(
 def parse_catalog(text: str, source: str, hf_endpoint: str = "") -> tuple[CatalogEntry, ...]:
     """Entries from the catalog's JSON text; a bad entry raises naming it."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_a_number)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"The model catalog {source} is not valid JSON (line {exc.lineno}: {exc.msg}).") from exc
+    except RecursionError:
+        raise CatalogError(f"The model catalog {source} is nested too deeply to be a catalog.") from None
+    except ValueError as exc:  # NaN, Infinity
+        raise CatalogError(f"The model catalog {source} is not valid JSON ({exc}).") from None
     models = data.get("models") if isinstance(data, dict) else data
     if not isinstance(models, list):
         raise CatalogError(f'The model catalog {source} has no list of models (a "models" array).')
@@ -196,14 +206,9 @@ def _entry(raw: Any, where: str, hf_endpoint: str) -> CatalogEntry:
     if not _SHA256.match(sha256):
         raise CatalogError(f"The model catalog's entry '{entry_id}' has no valid sha256 (64 hex digits).")
     url, file_name = _location(raw, entry_id, hf_endpoint)
-    try:
-        size_bytes, ram_gb, context = int(raw["size_bytes"]), float(raw["ram_gb"]), int(raw["context"])
-    except (TypeError, ValueError) as exc:
-        raise CatalogError(
-            f"The model catalog's entry '{entry_id}' has a non-numeric size, ram_gb or context."
-        ) from exc
-    if size_bytes <= 0 or ram_gb <= 0 or context <= 0:
-        raise CatalogError(f"The model catalog's entry '{entry_id}' needs a positive size_bytes, ram_gb and context.")
+    size_bytes = _number(raw, "size_bytes", entry_id, MAX_SIZE_BYTES)
+    ram_gb = _number(raw, "ram_gb", entry_id, MAX_RAM_GB)
+    context = _number(raw, "context", entry_id, MAX_CONTEXT)
     if not isinstance(raw["reasoning"], bool):
         raise CatalogError(f"The model catalog's entry '{entry_id}' needs reasoning true or false.")
     return CatalogEntry(
@@ -212,9 +217,9 @@ def _entry(raw: Any, where: str, hf_endpoint: str) -> CatalogEntry:
         url=url,
         file_name=file_name,
         sha256=sha256.lower(),
-        size_bytes=size_bytes,
+        size_bytes=int(size_bytes),
         ram_gb=ram_gb,
-        context=context,
+        context=int(context),
         license=str(raw["license"]),
         reasoning=raw["reasoning"],
         parameters=str(raw.get("parameters", "")),
@@ -222,6 +227,24 @@ def _entry(raw: Any, where: str, hf_endpoint: str) -> CatalogEntry:
         ollama=str(raw.get("ollama", "")),
         why=str(raw.get("why", "")),
     )
+
+
+def _number(raw: dict[str, Any], key: str, entry_id: str, most: float) -> float:
+    """``raw[key]``, a finite number above 0 and at most ``most``; CatalogError naming it otherwise."""
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise CatalogError(f"The model catalog's entry '{entry_id}' has a non-numeric {key}.")
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise CatalogError(f"The model catalog's entry '{entry_id}' has a non-numeric {key}.") from None
+    if not math.isfinite(number) or not 0 < number <= most:
+        raise CatalogError(f"The model catalog's entry '{entry_id}' has {key} {value!s:.40}, outside 0 to {most:,.0f}.")
+    return number
+
+
+def _not_a_number(constant: str) -> float:
+    raise ValueError(f"{constant} is not a number a catalog can hold")
 
 
 def _location(raw: dict[str, Any], entry_id: str, hf_endpoint: str) -> tuple[str, str]:
@@ -239,6 +262,13 @@ def _location(raw: dict[str, Any], entry_id: str, hf_endpoint: str) -> tuple[str
         file_name = str(raw.get("file") or Path(hf_file).name)
     else:
         raise CatalogError(f"The model catalog's entry '{entry_id}' has neither a url nor an hf_repo and hf_file.")
-    if not file_name.lower().endswith(".gguf") or "/" in file_name or "\\" in file_name or file_name.startswith("."):
+    if (
+        not file_name.lower().endswith(".gguf")
+        or "/" in file_name
+        or "\\" in file_name
+        or file_name.startswith(".")
+        or any(unicodedata.category(c).startswith("C") for c in file_name)  # NUL, controls, RLO and the like
+        or len(file_name) > 200
+    ):
         raise CatalogError(f"The model catalog's entry '{entry_id}' names an unusable file '{file_name}' (*.gguf).")
     return url, file_name

@@ -4,6 +4,7 @@ URL on loopback), and entries that are refused with a sentence naming them."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,45 @@ def test_a_catalog_url_that_answers_404_is_an_error_and_the_kept_copy_stays(
     with pytest.raises(CatalogError, match="HTTP 404"):
         refresh_catalog(catalog_server.url("/missing.json"), cache_dir=tmp_path / "cache", environ={})
     assert not (tmp_path / "cache" / "model-catalog.json").exists()
+
+
+def _raw_entry_text(**raw_values: str) -> str:
+    """A catalog whose entry's values are written as given, verbatim JSON (Infinity, 1e400)."""
+    text = json.dumps({"models": [entry(**{k: f"@{k}@" for k in raw_values})]})
+    for key, value in raw_values.items():
+        text = text.replace(f'"@{key}@"', value)
+    return text
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        (_raw_entry_text(size_bytes="Infinity"), "Infinity is not a number"),
+        (_raw_entry_text(size_bytes="1e400"), "size_bytes inf, outside 0 to"),
+        (_raw_entry_text(ram_gb="NaN"), "NaN is not a number"),
+        (_raw_entry_text(ram_gb="1e308"), "ram_gb 1e\\+308, outside 0 to 4,096"),
+        (_raw_entry_text(size_bytes="1" + "0" * 36), "size_bytes 1000000000000000000000000000000000000, outside"),
+        (_raw_entry_text(context="true"), "non-numeric context"),
+        (json.dumps({"models": [entry(file="model\u0000.gguf")]}), "unusable file"),
+        (json.dumps({"models": [entry(file="evil\u202efgg.gguf")]}), "unusable file"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+    ids=["infinity", "1e400", "nan", "ram-1e308", "size-1e36", "bool", "nul", "rlo", "deep"],
+)
+def test_numbers_names_and_shapes_no_catalog_can_mean_are_refused_with_a_sentence(text: str, phrase: str) -> None:
+    """Each of these ended `fathom models list` and `fathom doctor` in a traceback, or (10^36
+    bytes) was listed as fitting this machine."""
+    with pytest.raises(CatalogError, match=phrase):
+        parse_catalog(text, "ours.json")
+
+
+def test_a_catalog_with_a_bad_number_falls_back_and_the_commands_say_so(tmp_path: Path) -> None:
+    from fathom_process import run_fathom
+
+    own = tmp_path / "ours.json"
+    own.write_text(_raw_entry_text(size_bytes="1e400"), encoding="utf-8")
+    env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home"), CATALOG_ENV: str(own)}
+    for command in (("models", "list"), ("doctor",)):
+        done = run_fathom(*command, env=env, timeout=300)
+        assert "Traceback" not in done.stderr + done.stdout, done.stderr
+        assert "could not be used" in done.stderr + done.stdout, (command, done.stdout, done.stderr)
