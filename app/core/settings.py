@@ -8,6 +8,7 @@ shows it. API keys are never stored here (they go to the OS keyring).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import tempfile
@@ -20,16 +21,19 @@ import tomli_w
 
 from app.core.codec import from_jsonable, to_jsonable
 from app.core.errors import SettingsError
+from app.core.options import check_values, option
 
 SETTINGS_VERSION = 1
+# the research modes (app/research/modes; core cannot import research: a test keeps them equal)
+RESEARCH_MODES = ("deep", "plan", "table", "hds", "quick")
 
 
 @dataclass(frozen=True)
 class LlamaCppSettings:
     model_path: str = ""  # a GGUF file; empty means the starter model when installed
-    n_ctx: int = 8192
-    n_threads: int = 0  # 0: all cores
-    n_gpu_layers: int = 0
+    n_ctx: int = option(8192, low=512, high=1_048_576, help="context window of a llama.cpp model, in tokens")
+    n_threads: int = option(0, low=0, high=1024, help="threads llama.cpp uses; 0: all cores")
+    n_gpu_layers: int = option(0, low=-1, high=10_000, help="layers llama.cpp offloads to a GPU; -1: all")
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,11 @@ class OpenAISettings:
 
 @dataclass(frozen=True)
 class ModelSettings:
-    backend: str = "auto"  # auto | llamacpp | ollama | openai
-    temperature: float = 0.2
-    timeout_s: float = 300.0
+    backend: str = option(
+        "auto", choices=("auto", "llamacpp", "ollama", "openai"), help="the research model's back end"
+    )
+    temperature: float = option(0.2, low=0.0, high=2.0, help="the research model's sampling temperature")
+    timeout_s: float = option(300.0, low=1, high=86_400, help="seconds one model call may take")
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
@@ -63,10 +69,12 @@ class ModelsSettings:
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    backend: str = "onnx"  # onnx (bundled all-MiniLM-L6-v2) | ollama | openai
+    backend: str = option(
+        "onnx", choices=("onnx", "ollama", "openai"), help="onnx: the bundled all-MiniLM-L6-v2; or a server's model"
+    )
     model: str = "all-MiniLM-L6-v2"  # for ollama/openai: the server's embedding model (e.g. nomic-embed-text)
     base_url: str = ""  # ollama/openai server; empty: model.ollama.host or model.openai.base_url
-    batch_size: int = 32
+    batch_size: int = option(32, low=1, high=4096, help="texts embedded in one call")
 
 
 @dataclass(frozen=True)
@@ -76,33 +84,37 @@ class StoreSettings:
 
 @dataclass(frozen=True)
 class IngestSettings:
-    max_file_mb: int = 200
+    max_file_mb: int = option(200, low=1, high=1_000_000, help="larger files are skipped, with the reason")
     # one file's reading: the worker is killed past either, the file named (app/ingest/convert/limits.py)
-    memory_per_file_mb: int = 2048
-    seconds_per_file: int = 120  # and 10 s more per MB of file, 10 s per page OCR reads
+    memory_per_file_mb: int = option(2048, low=256, high=1_048_576, help="memory one file may take to read")
+    seconds_per_file: int = option(
+        120, low=10, high=864_000, help="time one file may take to read, plus 10 s per MB and per OCR page"
+    )
     follow_links_outside: bool = False  # symbolic links in a folder that point outside it
     docling_artifacts_path: str = ""  # folder with Docling's layout models; empty: native PDF text
-    chunk_max_tokens: int = 256
-    workers: int = 0  # embedding threads; 0: one per core (app/ingest/pipeline/machine.py)
+    chunk_max_tokens: int = option(256, low=64, high=4096, help="most tokens in one chunk")
+    workers: int = option(
+        0, low=0, high=256, help="embedding threads; 0: one per core (app/ingest/pipeline/machine.py)"
+    )
     ocr: bool = True  # read scanned PDF pages and image files with OCR (slow on a CPU: seconds a page)
     watch_folders: bool = True  # the window follows watched collections' folders (re-scans on changes)
 
 
 @dataclass(frozen=True)
 class ResearchSettings:
-    mode: str = "deep"
-    max_rounds: int = 3
-    max_subqueries: int = 4
-    max_search_calls: int = 24
-    max_tokens: int = 60_000
-    max_seconds: float = 600.0
-    max_concurrent_calls: int = 2
-    top_k: int = 6
+    mode: str = option("deep", choices=RESEARCH_MODES, help="the research mode a question gets")
+    max_rounds: int = option(3, low=1, high=100, help="most research rounds")
+    max_subqueries: int = option(4, low=1, high=100, help="most sub-queries in a round")
+    max_search_calls: int = option(24, low=1, high=10_000, help="most searches in a run")
+    max_tokens: int = option(60_000, low=1000, high=100_000_000, help="most model tokens a run may spend")
+    max_seconds: float = option(600.0, low=10, high=864_000, help="most seconds a run may take")
+    max_concurrent_calls: int = option(2, low=1, high=64, help="model calls at once")
+    top_k: int = option(6, low=1, high=200, help="chunks one search returns")
 
 
 @dataclass(frozen=True)
 class UiSettings:
-    theme: str = "system"  # system | light | dark
+    theme: str = option("system", choices=("system", "light", "dark"), help="the window's colours")
     first_run_done: bool = False
     dismissed_model_notice: str = ""  # the model whose notice was dismissed (another model's shows again)
 
@@ -136,9 +148,15 @@ def _replace_nested(obj: Any, dotted: str, value: Any) -> Any:
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     """Bring an older file's data to :data:`SETTINGS_VERSION`."""
     version = data.get("version", SETTINGS_VERSION)
-    if not isinstance(version, int) or version > SETTINGS_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SettingsError(
-            f"The settings file has version {version!r}, newer than this Fathom understands ({SETTINGS_VERSION}).",
+            f"The settings file's version is {version!r}, not a whole number from 1 (this Fathom writes "
+            f"{SETTINGS_VERSION}).",
+            "Correct it, or delete the file to start from defaults.",
+        )
+    if version > SETTINGS_VERSION:
+        raise SettingsError(
+            f"The settings file has version {version}, newer than this Fathom understands ({SETTINGS_VERSION}).",
             "Update Fathom, or delete the file to start from defaults.",
         )
     # Version 1 is the first; later versions add steps here.
@@ -159,9 +177,16 @@ def _check_known_keys(cls: type, data: dict[str, Any], where: str) -> None:
             _check_known_keys(sub_cls, value, f"{where}{key}.")
 
 
-def settings_from_dict(data: dict[str, Any]) -> Settings:
-    data = _migrate(dict(data))
+def settings_from_dict(data: dict[str, Any], problems: list[str] | None = None) -> Settings:
+    """Settings from a file's table. A value of the wrong type or out of range is replaced
+    by its default, with a sentence in ``problems`` (raised as SettingsError when None)."""
+    data = _migrate(copy.deepcopy(data))
     _check_known_keys(Settings, data, "")
+    found = check_values(Settings, data)
+    if found and problems is None:
+        raise SettingsError(" ".join(found))
+    if problems is not None:
+        problems += found
     try:
         settings: Settings = from_jsonable(Settings, data)
     except (TypeError, ValueError) as exc:
@@ -170,12 +195,17 @@ def settings_from_dict(data: dict[str, Any]) -> Settings:
 
 
 def load_settings(path: Path) -> tuple[Settings, str | None]:
-    """Read settings; on any problem return defaults and a sentence saying why."""
+    """Read settings; on any problem return defaults and a sentence saying why. A value
+    of the wrong type or out of range costs only itself: its default is used, and said."""
     if not path.exists():
         return Settings(), None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return settings_from_dict(data), None
+        problems: list[str] = []
+        settings = settings_from_dict(data, problems)
+        if problems:
+            return settings, f"In the settings file {path}: {' '.join(problems)}"
+        return settings, None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         problem = f"The settings file {path} is not valid TOML ({exc})."
     except SettingsError as exc:
