@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.ui.main import run_app
 
         return run_app()
-    status: int = _command_module(args.command).run(args)
+    from app.store.lock import holder_named
+
+    with holder_named(f"'fathom {args.command}' in a terminal"):
+        status: int = _command_module(args.command).run(args)
     return status
 
 

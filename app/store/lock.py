@@ -11,15 +11,40 @@ it go (how a Milvus Lite data dir held by another process is recognised).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 from app.core.errors import StoreLocked
 from app.core.paths import AppPaths
 
 LOCKED_MESSAGE = "This library is already open by another Fathom window."
+_holder_name: list[str] = []  # what this process calls itself in its lock file ("'fathom ingest' in a terminal")
+
+
+@contextlib.contextmanager
+def holder_named(name: str) -> Iterator[None]:
+    """While inside, a lock this process takes names it ``name``: another Fathom refused the
+    library then says what holds it (a terminal ingest, not "another Fathom window")."""
+    _holder_name.append(name)
+    try:
+        yield
+    finally:
+        _holder_name.pop()
+
+
+def locked_message(paths: AppPaths) -> str:
+    """Whose the lock is, as its holder named itself (the window does not: the usual case)."""
+    try:
+        lines = paths.lock_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return LOCKED_MESSAGE
+    if len(lines) < 2 or not lines[1].strip():
+        return LOCKED_MESSAGE
+    return f"This library is already open by {lines[1].strip()[:80]} (process {lines[0].strip()})."
 LOCKED_HINT = (
-    "Close the other Fathom window (or wait for its ingest to finish) and try again; "
+    "Close it (or wait for its ingest to finish) and try again; "
     "to run two at once, give the second its own data folder with FATHOM_HOME."
 )
 
@@ -60,10 +85,11 @@ def acquire_instance_lock(paths: AppPaths) -> InstanceLock:
         _lock(fd)
     except OSError:
         os.close(fd)
-        raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT) from None
+        raise StoreLocked(locked_message(paths), LOCKED_HINT) from None
     try:
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        name = f"{_holder_name[-1]}\n" if _holder_name else ""
+        os.write(fd, f"{os.getpid()}\n{name}".encode())
     except OSError:
         pass  # the pid is a courtesy; the lock itself is what counts
     return InstanceLock(fd, path)

@@ -23,9 +23,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys
 from app.core.paths import app_paths
-from app.store.lock import acquire_instance_lock
+from app.store.lock import acquire_instance_lock, holder_named
 from app.store.vectors import VectorStore
-held = acquire_instance_lock(app_paths()) if sys.argv[1] == "lock" else VectorStore(sys.argv[2])
+if sys.argv[1] == "named":  # as `fathom ingest` names itself (app/cli.py)
+    with holder_named("'fathom ingest' in a terminal"):
+        held = acquire_instance_lock(app_paths())
+else:
+    held = acquire_instance_lock(app_paths()) if sys.argv[1] == "lock" else VectorStore(sys.argv[2])
 print("ready", flush=True)
 sys.stdin.read()  # hold until the test closes stdin or kills us
 """
@@ -93,6 +97,15 @@ def test_the_instance_lock_refuses_a_second_process_and_frees_on_death(
         assert lock.held
         assert Path(lock.path).read_text().strip() == str(os.getpid())
     assert not lock.held
+
+
+def test_a_library_held_by_a_terminal_command_says_so(holder: list[subprocess.Popen[str]]) -> None:
+    """It said "another Fathom window" when a terminal ingest held it."""
+    other = _hold(holder, "named")
+    with pytest.raises(StoreLocked) as caught:
+        acquire_instance_lock(app_paths())
+    said = caught.value.message
+    assert said == f"This library is already open by 'fathom ingest' in a terminal (process {other.pid})."
 
 
 def test_the_instance_lock_is_taken_once_and_can_be_taken_again_after_close() -> None:
