@@ -25,6 +25,9 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("MB limit", "too large"),
     ("Not a regular file", "not a regular file"),
     ("not valid UTF-8", "name not readable"),
+    ("symbolic link loop", "a link loop"),
+    ("points outside the folder", "a link outside the folder"),
+    ("The same file as", "another name of a file"),
     ("symbolic link", "a broken link"),
     ("no permission", "no permission"),
 )

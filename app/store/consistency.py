@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from app.core.ids import chunk_ids_of
 from app.core.models import DocumentStatus
+from app.core.wording import plural
 from app.store.catalog import Catalog
 from app.store.vectors import VectorStore
 
@@ -85,12 +86,12 @@ class CheckResult:
 
     def summary(self) -> str:
         checked = (
-            f"{self.collections:,} collections, {self.documents:,} indexed documents and "
-            f"{self.chunks:,} passages checked"
+            f"{plural(self.collections, 'collection')}, {plural(self.documents, 'indexed document')} and "
+            f"{plural(self.chunks, 'passage')} checked"
         )
         if self.consistent:
             return f"The library is consistent: {checked}."
-        return f"Found {len(self.drift)} problems ({checked})."
+        return f"Found {plural(len(self.drift), 'problem')} ({checked})."
 
     def to_json(self) -> dict[str, Any]:
         return {

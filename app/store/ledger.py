@@ -60,6 +60,7 @@ import numpy as np
 
 from app.core.ids import chunk_ids_of
 from app.core.models import Chunk, Collection, Document, DocumentStatus
+from app.core.wording import plural
 from app.store.catalog import Catalog
 from app.store.consistency import Drift
 from app.store.disk_room import ensure_room, room_problem
@@ -126,17 +127,27 @@ class Recovery:
     def summary(self) -> str:
         parts = []
         if self.rolled_forward:
-            parts.append(f"{len(self.rolled_forward)} documents whose indexing was cut short were completed")
+            parts.append(
+                f"{plural(len(self.rolled_forward), 'document')} whose indexing was cut short "
+                f"{'was' if len(self.rolled_forward) == 1 else 'were'} completed"
+            )
         if self.rolled_back:
-            parts.append(f"{len(self.rolled_back)} half-indexed documents will be indexed again")
+            parts.append(f"{plural(len(self.rolled_back), 'half-indexed document')} will be indexed again")
         if self.removals_finished:
-            parts.append(f"{len(self.removals_finished)} document removals were finished")
+            parts.append(
+                f"{plural(len(self.removals_finished), 'document removal')} "
+                f"{'was' if len(self.removals_finished) == 1 else 'were'} finished"
+            )
         if self.collections_removed:
             parts.append(f"the removal of {', '.join(repr(n) for n in self.collections_removed)} was finished")
         if self.collections_recreated:
             parts.append(f"the search index of {', '.join(repr(n) for n in self.collections_recreated)} was rebuilt")
         if self.research_runs_interrupted:
-            parts.append(f"{self.research_runs_interrupted} research runs that were cut short are marked interrupted")
+            parts.append(
+                f"{plural(self.research_runs_interrupted, 'research run')} that "
+                f"{'was' if self.research_runs_interrupted == 1 else 'were'} cut short "
+                f"{'is' if self.research_runs_interrupted == 1 else 'are'} marked interrupted"
+            )
         return "; ".join(parts)
 
 

@@ -43,6 +43,8 @@ def locked_message(paths: AppPaths) -> str:
     if len(lines) < 2 or not lines[1].strip():
         return LOCKED_MESSAGE
     return f"This library is already open by {lines[1].strip()[:80]} (process {lines[0].strip()})."
+
+
 LOCKED_HINT = (
     "Close it (or wait for its ingest to finish) and try again; "
     "to run two at once, give the second its own data folder with FATHOM_HOME."

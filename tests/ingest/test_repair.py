@@ -120,7 +120,7 @@ def test_repair_on_a_consistent_library_says_so(
     capsys.readouterr()
     assert main(["repair"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("The library is consistent: 1 collections, 3 indexed documents and ")
+    assert out.startswith("The library is consistent: 1 collection, 3 indexed documents and ")
     status, report = _repair_json(capsys)
     assert status == 0 and report["consistent"] is True and report["fixed"] is False
     assert report["found"]["drift"] == []  # type: ignore[index]
@@ -228,7 +228,7 @@ def test_a_research_run_cut_short_by_a_crash_is_marked_interrupted_at_the_next_s
         runs.close()
     assert main(["repair", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["recovered_at_open"] == "1 research runs that were cut short are marked interrupted"
+    assert report["recovered_at_open"] == "1 research run that was cut short is marked interrupted"
     runs = RunStore.open(app_paths().ensure())
     try:
         summary = runs.get_run("r-killed")

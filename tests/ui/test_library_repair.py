@@ -139,7 +139,7 @@ def test_repair_on_a_consistent_library_says_so(
         _index(qtbot, panel, docs)
         panel.controller.repair()
         box = _message_box(qtbot, panel)
-        assert box.text().startswith("The library is consistent: 1 collections, 2 indexed documents")
+        assert box.text().startswith("The library is consistent: 1 collection, 2 indexed documents")
         assert box.informativeText() == "Nothing needed fixing."
     finally:
         _close(qtbot, panel, library)
@@ -186,7 +186,7 @@ def test_what_a_crash_left_half_done_is_finished_and_said_at_start(
         reopened = _open(qtbot, panel, minilm)
     try:
         assert said.args[0] == (
-            "Finished what an interrupted run left undone: 1 documents whose indexing was cut short were completed."
+            "Finished what an interrupted run left undone: 1 document whose indexing was cut short was completed."
         )
         again = next(d for d in await_in_test(qtbot, reopened.documents("notes")) if d.doc_id == doc.doc_id)
         assert again.status is DocumentStatus.INDEXED

@@ -100,7 +100,11 @@ class DoclingFiles:
 
         pages = {"page_range": window} if window is not None else {}
         try:
-            result = converter.convert(source, raises_on_error=False, **pages)
+            with warnings.catch_warnings():
+                # its Markdown reader says "Detected potentially incorrect Markdown, correcting..."
+                # on stderr for a run of underscores or dashes: noise between the progress lines
+                warnings.filterwarnings("ignore", message="Detected potentially incorrect Markdown")
+                result = converter.convert(source, raises_on_error=False, **pages)
         except Exception as exc:  # Docling raises many types for unreadable input
             raise IngestError(f"Docling could not convert the file: {short_error(exc)}.") from None
         if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
