@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from fathom_process import run_fathom
 
+from app.core.errors import IngestError
+from app.ingest.convert import Converter
+from app.ingest.convert.pdf_damage import broken_streams
 from app.ingest.skip_reasons import skipped_phrase
 
 
@@ -29,3 +33,42 @@ def test_link_loops_and_links_outside_are_not_counted_as_broken_links() -> None:
         "A symbolic link that points outside the folder being indexed; not followed (turn on …).",
     ]
     assert skipped_phrase(4, reasons) == "4 skipped (2 a link loop, 1 a broken link, 1 a link outside the folder)"
+
+
+def _flipped(source: Path, target: Path, every: int) -> Path:
+    damaged = bytearray(source.read_bytes())
+    for offset in range(2000, len(damaged), every):
+        damaged[offset] ^= 0xFF
+    target.write_bytes(bytes(damaged))
+    return target
+
+
+def test_a_damaged_pdf_read_in_part_says_it_is_damaged_and_what_was_read(
+    tmp_path: Path, shared_data: Path, converter: Converter
+) -> None:
+    """Read in part, it said only "1 of 4 pages read by OCR"."""
+    pdf = shared_data / "pdf" / "WhatisMilvus.pdf"
+    intact = converter.convert(pdf)
+    assert intact.note == ""
+    damaged = converter.convert(_flipped(pdf, tmp_path / "damaged.pdf", 997))
+    assert len(damaged.pieces) < len(intact.pieces)
+    assert "the file is damaged: 7 of 15 compressed parts could not be read; indexed what could be read" in (
+        damaged.note
+    ), damaged.note
+    with pytest.raises(IngestError, match="The PDF is damaged and could not be read"):
+        converter.convert(_flipped(pdf, tmp_path / "worse.pdf", 211))  # a page pdfium cannot load
+
+
+def test_a_pdf_encrypted_with_an_owner_password_only_is_not_called_damaged(tmp_path: Path) -> None:
+    from pypdf import PdfWriter
+    from reportlab.pdfgen import canvas
+
+    plain = tmp_path / "plain.pdf"
+    page = canvas.Canvas(str(plain))
+    page.drawString(72, 720, "The wombat ledger.")
+    page.save()
+    writer = PdfWriter()
+    writer.append(str(plain))
+    writer.encrypt("", "owner")
+    writer.write(str(tmp_path / "locked.pdf"))
+    assert broken_streams(tmp_path / "locked.pdf") == (0, 0)

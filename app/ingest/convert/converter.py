@@ -79,7 +79,16 @@ class Converter:
         if path.suffix.lower() == ".csv":  # Docling's reader takes an object per cell
             return convert_csv_file(path, self.counter, self.config.max_tokens)
         check_document(path, head)
-        return self._docling.convert(path)
+        if path.suffix.lower() != ".pdf":
+            return self._docling.convert(path)
+        import pypdfium2
+
+        try:
+            return self._docling.convert(path)
+        except pypdfium2.PdfiumError as exc:  # a damaged page, found while reading it
+            raise IngestError(
+                f"The PDF is damaged and could not be read ({str(exc).rstrip('.')}).", "Download or copy it again."
+            ) from None
 
     def _report_messages(self, read: int, total: int) -> None:
         if self.pages.on_page is not None:

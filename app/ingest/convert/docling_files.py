@@ -22,6 +22,7 @@ from app.ingest.convert.docling_setup import build_docling_converter
 from app.ingest.convert.markdown_front_matter import markdown_source
 from app.ingest.convert.ocr import PageReader, scanned_pages
 from app.ingest.convert.ocr_files import ocr_pdf_pages
+from app.ingest.convert.pdf_damage import damage_note
 from app.ingest.convert.results import ConvertedDocument
 from app.ingest.convert.text_files import NO_TEXT
 from app.ingest.convert.text_sources import TEXT_SUFFIXES, text_source
@@ -92,7 +93,10 @@ class DoclingFiles:
             raise IngestError(NO_TEXT)
         pages = (page_count or read_pages) if is_pdf else None
         title = front_title or title
-        return ConvertedDocument(title=title, pieces=tuple(pieces), pages=pages or None, ocr_pages=ocr_pages)
+        damage = damage_note(path) if is_pdf else ""
+        return ConvertedDocument(
+            title=title, pieces=tuple(pieces), pages=pages or None, ocr_pages=ocr_pages, remark=damage
+        )
 
     def _document(self, converter: Any, source: Any, window: tuple[int, int] | None) -> Any:
         """Docling's document of ``source`` (of the pages in ``window``, from 1, when given)."""

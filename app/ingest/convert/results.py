@@ -22,8 +22,10 @@ class ConvertedDocument:
         if not self.ocr_pages:
             return self.remark
         if self.pages and self.pages != self.ocr_pages:
-            return f"{self.ocr_pages} of {self.pages} pages read by OCR"
-        return "read by OCR" if self.ocr_pages == 1 else f"read by OCR ({self.ocr_pages} pages)"
+            ocr = f"{self.ocr_pages} of {self.pages} pages read by OCR"
+        else:
+            ocr = "read by OCR" if self.ocr_pages == 1 else f"read by OCR ({self.ocr_pages} pages)"
+        return f"{ocr}; {self.remark}" if self.remark else ocr
 
 
 @dataclass(frozen=True)
