@@ -364,4 +364,5 @@ def test_one_embedding_thread_per_core_and_a_converter_per_eight() -> None:
     assert (ingest_threads(0, cores=1).embed, ingest_threads(0, cores=1).converters) == (1, 1)
     assert (ingest_threads(0, cores=16).embed, ingest_threads(0, cores=16).converters) == (16, 2)
     assert ingest_threads(3, cores=16).embed == 3  # asked for in the settings
+    assert ingest_threads(256, cores=2).converters == 2  # never more processes than cores
     assert 1 <= cpu_cores() <= (os.cpu_count() or 1)

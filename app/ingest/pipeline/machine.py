@@ -40,6 +40,9 @@ class IngestThreads:
 def ingest_threads(requested: int = 0, cores: int | None = None) -> IngestThreads:
     """``requested`` embedding threads (0 or less: one per core), and the conversion
     processes that keep them fed."""
-    embed = requested if requested > 0 else (cores if cores is not None else cpu_cores())
-    embed = max(1, embed)
-    return IngestThreads(embed=embed, converters=max(1, math.ceil(embed / EMBED_THREADS_PER_CONVERTER)))
+    available = cores if cores is not None else cpu_cores()
+    embed = max(1, requested if requested > 0 else available)
+    # never more conversion processes than cores, however many threads were asked for
+    # (ingest.workers = 100000 once started 157 processes for five small files)
+    converters = max(1, min(available, math.ceil(embed / EMBED_THREADS_PER_CONVERTER)))
+    return IngestThreads(embed=embed, converters=converters)
