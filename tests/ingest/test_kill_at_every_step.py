@@ -203,16 +203,44 @@ def _kill_at(home: Path, argv: list[str], step: str, nth: int, log: Path) -> Non
             start_new_session=True,
         ) as process,
     ):
+        left: list[str] = []
         try:
             status = process.wait(timeout=600)
+            left = _converters_left(process.pid)
         finally:
             try:
-                os.killpg(process.pid, signal.SIGKILL)  # conversion workers it left behind
+                os.killpg(process.pid, signal.SIGKILL)  # whatever it left behind, whatever the assertions say
             except ProcessLookupError:
                 pass
     assert status == -signal.SIGKILL, (
         f"fathom {' '.join(argv)} was not killed at {step}:{nth} (exit {status}): {log.read_text()[-800:]}"
     )
+    assert left == [], f"conversion processes outlived fathom killed at {step}:{nth}: {left}"
+
+
+ORPHANS_END_S = 15.0  # a converter checks for its parent every 0.5 s; the machine may be loaded
+
+
+def _converters_left(group: int) -> list[str]:
+    """The conversion processes (and their resource tracker) of the killed process's group
+    still alive after ORPHANS_END_S: none may outlive it (issue 36)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + ORPHANS_END_S
+    while True:
+        left = []
+        for candidate in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                command = " ".join(candidate.info["cmdline"] or [])
+                if os.getpgid(candidate.pid) == group and "multiprocessing" in command:
+                    left.append(f"{candidate.pid}: {command[:120]}")
+            except (ProcessLookupError, PermissionError, psutil.Error):
+                continue
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)  # polling for them to end, not a fixed wait
 
 
 # -- what the library holds ------------------------------------------------------------
