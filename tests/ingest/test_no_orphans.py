@@ -103,3 +103,53 @@ async def test_a_file_swapped_for_a_pipe_after_the_scan_is_named_and_the_rest_in
         assert isinstance(events[-1], IngestFinished)
     finally:
         await library.aclose()
+
+
+async def test_a_stopped_ingest_neither_waits_for_its_files_nor_starts_the_queued_one(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
+    """One worker reading a slow file, a second file waiting for it: a stop kills the
+    reading and the waiting file is never started (before, asyncio's shutdown waited for
+    both to be read, minutes each)."""
+    import asyncio
+
+    from app.ingest.chunking.tokens import chunk_token_limit
+    from app.ingest.convert import ConversionPool, ConverterConfig
+    from app.ingest.convert.limits import ConvertLimits
+
+    slow = [tmp_path / "first.html", tmp_path / "second.html"]
+    for path in slow:
+        path.write_bytes(nested_divs_html(100_000))
+    config = ConverterConfig(
+        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+    )
+    pool = ConversionPool(config, workers=1, limits=ConvertLimits(seconds=600))
+
+    def workers() -> list[psutil.Process]:
+        """The worker processes alive (a killed one not yet reaped is a zombie: ended)."""
+        alive = []
+        for child in psutil.Process().children():
+            try:
+                if child.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(child.cmdline()):
+                    alive.append(child)
+            except psutil.Error:
+                continue
+        return alive
+
+    try:
+        await pool.start()
+        reading = [asyncio.create_task(pool.convert(path)) for path in slow]
+        await asyncio.sleep(1.0)  # both handed to the pool: one read, one waiting for the worker
+        assert not any(task.done() for task in reading)
+        started = time.monotonic()
+        for task in reading:
+            task.cancel()
+        await asyncio.gather(*reading, return_exceptions=True)
+        deadline = time.monotonic() + 10
+        while workers() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the OS, no event to wait on
+            await asyncio.sleep(0.1)
+        assert workers() == [] and time.monotonic() - started < 10
+        await asyncio.sleep(1.0)  # the waiting file's helper thread, had it gone on, starts a worker now
+        assert workers() == [], "the file that was waiting was started after the stop"
+    finally:
+        pool.shutdown()

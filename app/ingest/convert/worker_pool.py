@@ -74,6 +74,7 @@ class ConversionPool:
         self._reports_end: dict[str, Callable[[], None]] = {}  # path → told when its reports are through
         self._ocr_pages: dict[str, int] = {}  # path → pages OCR has read of it (each earns time)
         self._busy: dict[str, _Worker] = {}  # path → the worker reading it
+        self._abandoned: set[str] = set()  # paths whose reading was stopped (not to be started)
 
     @property
     def started(self) -> bool:
@@ -160,6 +161,7 @@ class ConversionPool:
             self._on_page[key] = lambda read, total, unit: _call_soon(loop, on_page, read, total, unit)
             self._reports_end[key] = lambda: _call_soon(loop, reports_through.set)
         self._ocr_pages[key] = 0
+        self._abandoned.discard(key)  # (a stop that came after an earlier reading of it ended)
         try:
             if self.kind == "process":
                 try:
@@ -188,9 +190,11 @@ class ConversionPool:
         killed or lost is replaced. Returns the outcome, and whether the worker lived
         to end the file's reports."""
         idle = self._idle
-        if idle is None:
+        taken, worker = self._take_idle(idle, key)
+        if not taken:  # stopped (or shut down) while it waited for a worker: nothing was read
+            self._abandoned.discard(key)
             return ConvertOutcome(error="Conversion failed unexpectedly: the converters were shut down."), False
-        worker = idle.get()
+        assert idle is not None
         try:
             if worker is None or not worker.alive():
                 worker = None
@@ -200,20 +204,36 @@ class ConversionPool:
             except OSError:
                 size = 0
             self._busy[key] = worker
+            if key in self._abandoned:  # stopped just as it got its worker: no process is left for it
+                worker.stop()
+                return ConvertOutcome(error="Conversion failed unexpectedly: the reading was stopped."), False
             outcome, finished = worker.read(key, lambda: self.limits.seconds_for(size, self._ocr_pages.get(key, 0)))
             return outcome, finished
         finally:
             self._busy.pop(key, None)
+            self._abandoned.discard(key)
             if self._idle is idle:
                 idle.put(worker if worker is not None and worker.alive() else None)
             elif worker is not None:  # shut down meanwhile
                 worker.stop()
 
+    def _take_idle(self, idle: queue.Queue[_Worker | None] | None, key: str) -> tuple[bool, _Worker | None]:
+        """An idle slot (its worker, or None when it has none yet), waiting for one; (False,
+        None) once ``key`` is abandoned or the pool shut down meanwhile."""
+        while idle is not None and self._idle is idle and key not in self._abandoned:
+            try:
+                return True, idle.get(timeout=WATCH_S)
+            except queue.Empty:
+                continue
+        return False, None
+
     def _abandon(self, key: str) -> None:
-        """Kill the worker reading ``key``, if one is: its helper thread then ends at once."""
+        """Give up ``key``: kill the worker reading it, if one is (its helper thread then
+        ends at once), or let the helper thread waiting for a worker give up waiting."""
+        self._abandoned.add(key)
         worker = self._busy.get(key)
         if worker is not None:
-            worker.stop()
+            worker.kill()  # not waited for here: its helper thread sees it end and cleans up
 
     def shutdown(self) -> None:
         with self._start_lock:
@@ -292,6 +312,11 @@ class _Worker:
             if time.monotonic() - started > allowed:
                 self.stop()
                 return ConvertOutcome(error=too_long(allowed)), False
+
+    def kill(self) -> None:
+        """End the process now, without waiting (its pipe then reads as closed)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.process.kill()
 
     def stop(self) -> None:
         if self.process.is_alive():
