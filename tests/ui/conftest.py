@@ -173,3 +173,17 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
             guard.forgive()  # reported once: the teardown checks only what comes after
             guard.slots.blocked_ms = max(guard.slots.blocked_ms, TEARDOWN_BLOCKED_MS)
     return result
+
+
+@pytest.fixture
+def panel(qtbot: Any, aloop: Any) -> Iterator[Any]:
+    """A shown library panel whose tasks must end without an error."""
+    from app.ui.library_panel import LibraryPanel
+    from app.ui.tasks import TaskKeeper
+
+    errors: list[BaseException] = []
+    widget = LibraryPanel(TaskKeeper(lambda _name, exc: errors.append(exc)))
+    qtbot.addWidget(widget)
+    widget.show()
+    yield widget
+    assert errors == []

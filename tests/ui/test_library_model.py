@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,16 +262,6 @@ FILES = ("about/limitations.md", "about/overview.md", "fragments/faq_normalize_e
 @pytest.fixture(scope="module")
 def minilm() -> OnnxMiniLMEmbedder:
     return OnnxMiniLMEmbedder()
-
-
-@pytest.fixture
-def panel(qtbot: Any, aloop: Any) -> Iterator[LibraryPanel]:
-    errors: list[BaseException] = []
-    widget = LibraryPanel(TaskKeeper(lambda _name, exc: errors.append(exc)))
-    qtbot.addWidget(widget)
-    widget.show()
-    yield widget
-    assert errors == []
 
 
 def _catalog_rows(qtbot: Any, library: Library, name: str) -> list[DocumentRow]:

@@ -8,7 +8,6 @@ Real parts: the Library on Milvus Lite and SQLite, Docling, MiniLM, widgets offs
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ from app.core.settings import Settings
 from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.ingest.library import Library
 from app.ui.library_panel import LibraryPanel
-from app.ui.tasks import TaskKeeper
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -63,16 +61,6 @@ def docs(tmp_path: Path, shared_data: Path) -> Path:
     for rel in FILES:
         shutil.copy(shared_data / "milvus-docs" / rel, folder / Path(rel).name)
     return folder
-
-
-@pytest.fixture
-def panel(qtbot: Any, aloop: Any) -> Iterator[LibraryPanel]:
-    errors: list[BaseException] = []
-    widget = LibraryPanel(TaskKeeper(lambda _name, exc: errors.append(exc)))
-    qtbot.addWidget(widget)
-    widget.show()
-    yield widget
-    assert errors == []
 
 
 def _close(qtbot: Any, panel: LibraryPanel, library: Library) -> None:

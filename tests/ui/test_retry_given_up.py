@@ -4,11 +4,9 @@ read again by this one (issue 33)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from helpers import await_in_test
 from hostile_corpus import flate_bomb_pdf
 
@@ -18,17 +16,6 @@ from app.ingest.convert.limits import TOO_MUCH_MEMORY
 from app.ingest.embedder import OnnxMiniLMEmbedder
 from app.ingest.library import Library
 from app.ui.library_panel import LibraryPanel
-from app.ui.tasks import TaskKeeper
-
-
-@pytest.fixture
-def panel(qtbot: Any, aloop: Any) -> Iterator[LibraryPanel]:
-    errors: list[BaseException] = []
-    widget = LibraryPanel(TaskKeeper(lambda _name, exc: errors.append(exc)))
-    qtbot.addWidget(widget)
-    widget.show()
-    yield widget
-    assert errors == []
 
 
 def test_retry_reads_again_a_file_a_plain_rescan_leaves(qtbot: Any, panel: LibraryPanel, tmp_path: Path) -> None:
