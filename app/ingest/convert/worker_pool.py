@@ -75,6 +75,7 @@ class ConversionPool:
         self._ocr_pages: dict[str, int] = {}  # path → pages OCR has read of it (each earns time)
         self._busy: dict[str, _Worker] = {}  # path → the worker reading it
         self._abandoned: set[str] = set()  # paths whose reading was stopped (not to be started)
+        self._start_cancelled = threading.Event()  # the warm-up was cancelled: stop waiting for workers
 
     @property
     def started(self) -> bool:
@@ -122,8 +123,15 @@ class ConversionPool:
 
     async def start(self) -> None:
         """Start the workers from a helper thread: spawning a process (and sending it
-        the tokenizer) can take seconds on a busy machine, never on the event loop."""
-        await asyncio.to_thread(self._start_blocking)
+        the tokenizer) can take seconds on a busy machine, never on the event loop.
+        Cancelled, it stops waiting at once (the workers go on starting by themselves):
+        a stopped ingest must not wait for them to be ready before it ends."""
+        self._start_cancelled.clear()
+        try:
+            await asyncio.to_thread(self._start_blocking)
+        except asyncio.CancelledError:
+            self._start_cancelled.set()
+            raise
 
     def _start_blocking(self) -> None:
         self._ensure()
@@ -143,7 +151,7 @@ class ConversionPool:
             for worker in taken:
                 if worker is not None:
                     with contextlib.suppress(EOFError, OSError):  # died starting: its next file says so
-                        worker.wait_ready()
+                        worker.wait_ready(until=self._start_cancelled)
         finally:
             for worker in taken:
                 idle.put(worker if worker is not None and worker.alive() else None)
@@ -276,11 +284,15 @@ class _Worker:
     def alive(self) -> bool:
         return self.process.is_alive()
 
-    def wait_ready(self) -> None:
-        """Wait until the worker has built its converter (raises if it died doing so)."""
-        if not self._ready:
-            self.conn.recv()
-            self._ready = True
+    def wait_ready(self, until: threading.Event | None = None) -> None:
+        """Wait until the worker has built its converter (raises if it died doing so), or
+        until ``until`` is set (the wait given up; the worker goes on starting)."""
+        while not self._ready:
+            if until is not None and until.is_set():
+                return
+            if until is None or self.conn.poll(WATCH_S):
+                self.conn.recv()
+                self._ready = True
 
     def read(self, path: str, allowed_s: Callable[[], float]) -> tuple[ConvertOutcome, bool]:
         """Have the worker read ``path``: its outcome, and whether it finished the file
