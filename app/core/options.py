@@ -48,15 +48,6 @@ def option(
     return field(default=default, metadata={"allowed": allowed})
 
 
-def allowed_of(cls: type, name: str) -> Allowed:
-    """The :class:`Allowed` of ``cls``'s field ``name`` (nothing beyond the type when undeclared)."""
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            allowed: Allowed = f.metadata.get("allowed", Allowed())
-            return allowed
-    raise KeyError(name)
-
-
 def check_values(cls: type, data: dict[str, Any], where: str = "") -> list[str]:
     """Drop from ``data`` (a settings table for ``cls``, nested) every value of the wrong
     type or outside what its option allows, so that the default is used; a sentence for each."""

@@ -29,8 +29,3 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-
-
-def check_regular(path: Path) -> None:
-    """IngestError when ``path`` is not (any more) a regular file, without waiting on it."""
-    open_regular(path).close()

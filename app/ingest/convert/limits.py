@@ -40,8 +40,6 @@ class ConvertLimits:
         return self.seconds + self.seconds_per_mb * size_bytes / MIB + self.seconds_per_ocr_page * ocr_pages_read
 
 
-NO_LIMITS = ConvertLimits(memory_mb=1 << 30, seconds=float("inf"))
-
 # each sentence a give-up starts with: how a re-scan knows not to read the file again
 TOO_MUCH_MEMORY = "Reading this file needed more than"
 TOO_LONG = "Reading this file took longer than"
