@@ -75,6 +75,7 @@ class ConversionPool:
         self._ocr_pages: dict[str, int] = {}  # path → pages OCR has read of it (each earns time)
         self._busy: dict[str, _Worker] = {}  # path → the worker reading it
         self._abandoned: set[str] = set()  # paths whose reading was stopped (not to be started)
+        self._stopping = threading.Lock()  # _busy and _abandoned change together under it
         self._start_cancelled = threading.Event()  # the warm-up was cancelled: stop waiting for workers
 
     @property
@@ -211,15 +212,23 @@ class ConversionPool:
                 size = os.stat(key).st_size
             except OSError:
                 size = 0
-            self._busy[key] = worker
-            if key in self._abandoned:  # stopped just as it got its worker: no process is left for it
+            with self._stopping:
+                self._busy[key] = worker
+                stopped = key in self._abandoned
+            if stopped:  # stopped just as it got its worker: no process is left for it
                 worker.stop()
                 return ConvertOutcome(error="Conversion failed unexpectedly: the reading was stopped."), False
             outcome, finished = worker.read(key, lambda: self.limits.seconds_for(size, self._ocr_pages.get(key, 0)))
             return outcome, finished
         finally:
-            self._busy.pop(key, None)
-            self._abandoned.discard(key)
+            with self._stopping:
+                self._busy.pop(key, None)
+                stopped = key in self._abandoned
+                self._abandoned.discard(key)
+            if stopped and worker is not None:
+                # a stop may have killed it even after it handed its file back: never
+                # give another file a worker that is dying (that file would be blamed)
+                worker.stop()
             if self._idle is idle:
                 idle.put(worker if worker is not None and worker.alive() else None)
             elif worker is not None:  # shut down meanwhile
@@ -238,8 +247,9 @@ class ConversionPool:
     def _abandon(self, key: str) -> None:
         """Give up ``key``: kill the worker reading it, if one is (its helper thread then
         ends at once), or let the helper thread waiting for a worker give up waiting."""
-        self._abandoned.add(key)
-        worker = self._busy.get(key)
+        with self._stopping:
+            self._abandoned.add(key)
+            worker = self._busy.get(key)
         if worker is not None:
             worker.kill()  # not waited for here: its helper thread sees it end and cleans up
 
