@@ -25,6 +25,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # onnxruntime: no device id in ~/.cache, no upload
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# no window or CLI test times the starter model to estimate answer times (app/llm/machine_speed.py);
+# tests/llm/test_machine_speed.py measures it on purpose
+os.environ["FATHOM_MEASURE_SPEED"] = "0"
 
 # pytest-qt has loaded PySide6 for every test: its import hook must not import from inside
 # other imports (app/ui/pyside_import_hook.py), as in the window

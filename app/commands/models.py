@@ -91,7 +91,8 @@ def collect_rows(
 
     catalog = _catalog(settings, paths, refresh=refresh)
     ollama = asyncio.run(ollama_models_if_running(settings.model.ollama.host)) if ask_ollama else None
-    return list_models(settings, paths, catalog, measure_machine(paths.models_dir), ollama=ollama)
+    machine = measure_machine(paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads)
+    return list_models(settings, paths, catalog, machine, ollama=ollama)
 
 
 def _gb(size: int) -> str:
@@ -103,6 +104,7 @@ def _gb(size: int) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     from app.commands.collections import format_table
+    from app.llm.machine_speed import about
 
     settings, paths = _context()
     rows = collect_rows(settings, paths, ask_ollama=not args.no_ollama, refresh=args.refresh)
@@ -123,15 +125,31 @@ def _list(args: argparse.Namespace) -> int:
             "yes" if r.reasoning else ("?" if r.reasoning is None else "no"),
             r.license,
             r.fit.verdict + (" (recommended)" if r.recommended else ""),
+            about(r.answer_s) if r.answer_s is not None else "",
         )
         for r in rows
     ]
-    header = ("  KEY", "NAME", "WHERE", "PARAMS", "QUANT", "FILE", "MEMORY", "CONTEXT", "THINKS", "LICENCE", "FITS")
+    header = (
+        "  KEY",
+        "NAME",
+        "WHERE",
+        "PARAMS",
+        "QUANT",
+        "FILE",
+        "MEMORY",
+        "CONTEXT",
+        "THINKS",
+        "LICENCE",
+        "FITS",
+        "DEEP ANSWER",
+    )
     print(format_table(header, table, last_max=40))
     problems = [r for r in rows if r.problem]
     for row in problems:
         print(f"! {row.path or row.name}: {row.problem}", file=sys.stderr)
     print("\n* the research model now. `fathom models use KEY` changes it; `fathom models download ID` fetches one.")
+    if any(r.answer_s is not None for r in rows):
+        print("DEEP ANSWER: about how long one takes here, from the starter model's speed measured on this computer.")
     return 0
 
 

@@ -11,6 +11,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.llm.machine_speed import Speed
+
 GIB = 1024**3
 LIBRARY_RESERVE = int(1.5 * GIB)  # embedder + Milvus Lite + Docling + the window, measured ~1.2 GiB during ingest
 WORKING_MEMORY = int(0.3 * GIB)  # llama.cpp's compute buffers beyond weights and cache
@@ -24,6 +26,7 @@ class Machine:
     cpu_count: int
     gpu_offload: bool  # llama.cpp was built with a GPU back end
     free_disk: int  # on the filesystem of Fathom's models folder
+    speed: Speed | None = None  # the starter's measured speed (answer times scale from it)
 
     def describe(self) -> str:
         gpu = "GPU offload available" if self.gpu_offload else "CPU only"
@@ -43,10 +46,14 @@ class Fit:
         return self.verdict == "fits"
 
 
-def measure_machine(models_dir: Path) -> Machine:
+def measure_machine(models_dir: Path, *, cache_dir: Path | None = None, threads: int = 0) -> Machine:
+    """Memory, cores, GPU and disk now; with ``cache_dir``, also the speed of research with
+    ``threads`` llama.cpp threads (0: all cores), measured once with the starter and kept."""
     import os
 
     import psutil
+
+    from app.llm.machine_speed import machine_speed, research_threads
 
     memory = psutil.virtual_memory()
     probe = models_dir
@@ -62,6 +69,7 @@ def measure_machine(models_dir: Path) -> Machine:
         cpu_count=os.cpu_count() or 1,
         gpu_offload=gpu_offload_available(),
         free_disk=int(free_disk),
+        speed=machine_speed(cache_dir, research_threads(threads)) if cache_dir is not None else None,
     )
 
 

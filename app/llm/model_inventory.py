@@ -24,6 +24,7 @@ from app.llm.download import partial_path
 from app.llm.factory import chat_models
 from app.llm.gguf_info import GgufInfo
 from app.llm.machine_fit import GIB, Fit, Machine, judge_fit, memory_needed, recommendable
+from app.llm.machine_speed import ANSWER_WITHIN_S
 from app.llm.model_folders import LocalModel, find_local_models, known_model_folders
 from app.llm.ollama_admin import OllamaModelInfo
 from app.llm.starter import STARTER_NAME, starter_model_path
@@ -73,6 +74,7 @@ class ModelRow:
     why: str = ""
     problem: str = ""  # why a file is listed but unusable
     recommended: bool = False  # the one model the first-run dialog proposes
+    answer_s: float | None = None  # about how long a deep answer takes here (None: not measured)
 
     @property
     def source_label(self) -> str:
@@ -154,6 +156,7 @@ def list_models(
                 parameters=entry.parameters,
                 quantization=entry.quantization,
                 size_bytes=entry.size_bytes,
+                answer_s=_answer_s(entry.size_bytes, machine),
                 ram_needed=needed,
                 context=entry.context,
                 license=entry.license,
@@ -237,6 +240,7 @@ def _gguf_row(
         parameters=info.size_label,
         quantization=info.quantization,
         size_bytes=info.file_size,
+        answer_s=_answer_s(info.file_size, machine),
         ram_needed=needed,
         context=info.context_length,
         license=info.license or (entry.license if entry else ""),
@@ -271,6 +275,7 @@ def _ollama_row(
         parameters=info.parameter_size,
         quantization=info.quantization,
         size_bytes=info.size_bytes,
+        answer_s=_answer_s(info.size_bytes, machine),
         ram_needed=needed,
         license=entry.license if entry else "",
         reasoning=entry.reasoning if entry else None,
@@ -284,12 +289,22 @@ def _ollama_row(
 
 
 def recommend(catalog: Catalog, machine: Machine) -> CatalogEntry | None:
-    """The best catalog model that fits in memory with room for the library: the
-    largest that does (the catalog is ordered small to large), else the smallest."""
+    """The best catalog model for this machine: of those that fit in memory with room for
+    the library, the largest that answers a deep question in about two minutes here (when
+    the machine's speed is known; else the largest that fits), else the smallest that
+    fits, else the smallest."""
     fitting = [e for e in catalog.entries if recommendable(int(e.ram_gb * GIB), machine)]
-    if fitting:
+    if not fitting:
+        return min(catalog.entries, key=lambda e: e.ram_gb, default=None)
+    speed = machine.speed
+    if speed is None:
         return max(fitting, key=lambda e: e.ram_gb)
-    return min(catalog.entries, key=lambda e: e.ram_gb, default=None)
+    quick = [e for e in fitting if speed.answer_seconds(e.size_bytes) <= ANSWER_WITHIN_S]
+    return max(quick, key=lambda e: e.size_bytes) if quick else min(fitting, key=lambda e: e.size_bytes)
+
+
+def _answer_s(size_bytes: int, machine: Machine) -> float | None:
+    return machine.speed.answer_seconds(size_bytes) if machine.speed is not None and size_bytes else None
 
 
 # -- choosing ----------------------------------------------------------------------

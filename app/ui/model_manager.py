@@ -37,13 +37,26 @@ from app.core.errors import FathomError
 from app.core.settings import Settings
 from app.llm.catalog import Catalog
 from app.llm.machine_fit import Machine
+from app.llm.machine_speed import about
 from app.llm.model_inventory import ModelRow
 from app.llm.ollama_admin import OllamaModelInfo, ollama_models_if_running
 from app.ui.model_downloads import ModelDownloads, Transfer
 from app.ui.services import Services
 from app.ui.tasks import TaskKeeper, run_blocking
 
-COLUMNS = ("Model", "Parameters", "Quantisation", "Where", "File", "Memory", "Context", "Reasons", "Licence", "Fits")
+COLUMNS = (
+    "Model",
+    "Parameters",
+    "Quantisation",
+    "Where",
+    "File",
+    "Memory",
+    "Context",
+    "Reasons",
+    "Licence",
+    "Fits",
+    "Deep answer",  # about how long here, from the starter's measured speed (app/llm/machine_speed.py)
+)
 FIT_TEXT = {"fits": "✓ fits", "tight": "≈ tight", "too big": "✗ too big", "unknown": "?"}
 
 
@@ -67,7 +80,9 @@ def build_inventory(services_settings: Settings, services: Services, ollama: lis
 
     paths = services.paths
     catalog = load_catalog(services_settings.models.catalog, cache_dir=paths.cache_dir)
-    machine = measure_machine(paths.models_dir)
+    machine = measure_machine(
+        paths.models_dir, cache_dir=paths.cache_dir, threads=services_settings.model.llamacpp.n_threads
+    )
     rows = list_models(services_settings, paths, catalog, machine, ollama=ollama)
     return Inventory(rows, catalog, machine, ollama is not None)
 
@@ -241,8 +256,15 @@ class ModelManagerDialog(QDialog):
             thinks,
             row.license,
             FIT_TEXT.get(row.fit.verdict, row.fit.verdict),
+            about(row.answer_s) if row.answer_s is not None else "",
         )
-        tip = "\n".join(t for t in (row.why, row.fit.reason, row.path, row.problem) if t)
+        speed = (
+            f"A deep answer takes {about(row.answer_s)} on this computer (measured with the starter model, "
+            "scaled to this model's size)."
+            if row.answer_s is not None
+            else ""
+        )
+        tip = "\n".join(t for t in (row.why, row.fit.reason, speed, row.path, row.problem) if t)
         for column, text in enumerate(cells):
             item = QTableWidgetItem(text)
             item.setToolTip(tip)

@@ -35,6 +35,7 @@ from app.core.errors import FathomError
 from app.core.settings import Settings
 from app.llm.catalog import CatalogEntry
 from app.llm.keys import keyring_state, set_api_key
+from app.llm.machine_speed import ANSWER_WITHIN_S, about
 from app.llm.starter import STARTER_NAME
 from app.ui.key_field import KeySaver, StateReader
 from app.ui.model_downloads import ModelDownloads
@@ -205,6 +206,13 @@ class SetupDialog(SettingsForm):
         size = f"{entry.size_bytes / 1024**3:.1f} GB"
         memory = f"{entry.ram_gb:.1f} GB"
         lead = f"This computer has {machine.total_ram / 1024**3:.0f} GB of memory."
+        if row.answer_s is not None:
+            lead += (
+                f" Measured with the starter model, {entry.name} would answer a deep question in "
+                f"{about(row.answer_s)} here (the largest of the list to answer in about two minutes)."
+                if row.answer_s <= ANSWER_WITHIN_S
+                else f" Even {entry.name}, the quickest that fits, would take {about(row.answer_s)} a deep answer here."
+            )
         if row.installed:
             self.recommended_path = row.path
             self.recommendation.setText(f"{lead} {entry.name} is already on it ({row.source_label}): {entry.why}")
@@ -290,7 +298,7 @@ def _recommendation(services: Services) -> tuple[Any, CatalogEntry | None, Any]:
 
     settings, paths = services.settings, services.paths
     catalog = load_catalog(settings.models.catalog, cache_dir=paths.cache_dir)
-    machine = measure_machine(paths.models_dir)
+    machine = measure_machine(paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads)
     entry = recommend(catalog, machine)
     if entry is None:
         return None, None, machine

@@ -19,6 +19,7 @@ from model_files import file_sha256
 
 from app.core.paths import app_paths
 from app.core.settings import Settings, load_settings, replace_setting, save_settings
+from app.llm.machine_speed import Speed, keep_speed, machine_key
 
 pytestmark = pytest.mark.slow
 
@@ -94,6 +95,13 @@ def test_download_use_ask_and_remove_a_model_from_the_command_line(
     assert rows["starter"]["in_use"] and rows["tiny"]["where"] == "to download"
     assert rows["tiny"]["fit"]["verdict"] == "fits" and not rows["tiny"]["installed"]
     assert server.requests == []  # listing contacted nothing
+    assert rows["tiny"]["answer_s"] is None  # this computer's speed is not known (the suite never times it)
+
+    # with this computer's speed kept from an earlier measurement: about how long a deep answer takes
+    keep_speed(paths.cache_dir, Speed(300.0, 100.0, model_bytes=size, threads=1, machine=machine_key(1)))
+    table = fathom("models", "list")
+    assert table.returncode == 0 and "DEEP ANSWER" in table.stdout, table.stderr
+    assert "about 15 s" in next(line for line in table.stdout.splitlines() if "Tiny research model" in line)
 
     # a download whose bytes do not match the catalog's sha256 is refused and leaves nothing
     corrupt = fathom("models", "download", "corrupt")

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QMessageBox
 from app.core.paths import app_paths
 from app.core.settings import Settings, replace_setting
 from app.llm.catalog import CATALOG_ENV
+from app.llm.machine_speed import Speed, keep_speed, machine_key, research_threads
 from app.llm.model_inventory import STARTER_KEY
 from app.ui.model_downloads import ModelDownloads, Transfer
 from app.ui.model_manager import ModelManagerDialog
@@ -80,9 +81,16 @@ def catalog(
 
 
 def services_without_ollama() -> Services:
+    """Services with no Ollama, on a computer whose speed was measured before (the suite
+    never times the starter in a window test: tests/llm/test_machine_speed.py does)."""
     settings = replace_setting(Settings(), "model.ollama.host", f"http://127.0.0.1:{_free_port()}")
     settings = dataclasses.replace(settings, ui=dataclasses.replace(settings.ui, first_run_done=True))
-    return Services(settings, app_paths().ensure())
+    paths = app_paths().ensure()
+    threads = research_threads(settings.model.llamacpp.n_threads)
+    keep_speed(
+        paths.cache_dir, Speed(900.0, 60.0, model_bytes=100_000_000, threads=threads, machine=machine_key(threads))
+    )
+    return Services(settings, paths)
 
 
 def manager_for(qtbot: Any, services: Services, errors: list[str]) -> tuple[ModelManagerDialog, ModelDownloads]:
@@ -112,6 +120,10 @@ def test_download_a_model_with_progress_then_use_it_and_remove_it(
     assert "no Ollama running" in dialog.machine_label.text() and "GB memory" in dialog.machine_label.text()
     assert "in use" in dialog.table.item(0, 0).text()
     assert dialog.table.item(1, 3).text() == "to download" and dialog.table.item(1, 9).text() == "✓ fits"
+    # the starter's speed, measured on this machine, scaled to each model: about how long a deep answer takes
+    assert dialog.table.item(0, 10).text().startswith("about ") and "A deep answer takes" in (
+        dialog.table.item(0, 10).toolTip()
+    )
     assert not dialog.cancel_button.isVisible()
     assert server.requests == []  # opening the manager downloaded nothing
 
@@ -201,6 +213,7 @@ def test_the_first_run_recommends_a_model_and_downloads_it_while_the_starter_ans
     qtbot.waitUntil(lambda: dialog.recommend_task.done() and dialog.probe_task.done(), timeout=20_000)
     text = dialog.recommendation.text()
     assert "Recommended: Tiny research model" in text and "download (once, then offline)" in text
+    assert "would answer a deep question in about" in text  # measured here, not memory alone
     assert dialog.get_recommended.isEnabled() and "Download and use Tiny research model" in (
         dialog.get_recommended.text()
     )
