@@ -25,7 +25,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # onnxruntime: no device id in ~/.cache, no upload
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-# no window or CLI test times the starter model to estimate answer times (app/llm/machine_speed.py);
+# no window or CLI test times the starter model to estimate answer times (app/model_files/machine_speed.py);
 # tests/llm/test_machine_speed.py measures it on purpose
 os.environ["FATHOM_MEASURE_SPEED"] = "0"
 

@@ -81,7 +81,7 @@ def _research_model(settings: Any, paths: Any, *, ollama_up: bool) -> dict[str, 
     """The model research runs use now and whether it fits this machine."""
     from app.commands.models import collect_rows
     from app.core.errors import FathomError
-    from app.llm.machine_fit import measure_machine
+    from app.model_files.machine_fit import measure_machine
 
     machine = measure_machine(paths.models_dir)
     try:

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from app.core.paths import AppPaths
     from app.core.settings import Settings
-    from app.llm.catalog import Catalog
-    from app.llm.download import DownloadProgress
-    from app.llm.model_inventory import ModelRow
-    from app.llm.ollama_admin import PullProgress
+    from app.model_files.catalog import Catalog
+    from app.model_files.download import DownloadProgress
+    from app.model_files.model_inventory import ModelRow
+    from app.model_files.ollama_admin import PullProgress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +72,7 @@ def _context() -> tuple[Settings, AppPaths]:
 
 
 def _catalog(settings: Settings, paths: AppPaths, *, refresh: bool = False) -> Catalog:
-    from app.llm.catalog import load_catalog, refresh_catalog
+    from app.model_files.catalog import load_catalog, refresh_catalog
 
     if refresh:
         return refresh_catalog(settings.models.catalog, cache_dir=paths.cache_dir)
@@ -85,9 +85,9 @@ def _catalog(settings: Settings, paths: AppPaths, *, refresh: bool = False) -> C
 def collect_rows(
     settings: Settings, paths: AppPaths, *, ask_ollama: bool = True, refresh: bool = False
 ) -> list[ModelRow]:
-    from app.llm.machine_fit import measure_machine
-    from app.llm.model_inventory import list_models
-    from app.llm.ollama_admin import ollama_models_if_running
+    from app.llm.ollama_client import ollama_models_if_running
+    from app.model_files.machine_fit import measure_machine
+    from app.model_files.model_inventory import list_models
 
     catalog = _catalog(settings, paths, refresh=refresh)
     ollama = asyncio.run(ollama_models_if_running(settings.model.ollama.host)) if ask_ollama else None
@@ -104,7 +104,7 @@ def _gb(size: int) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     from app.commands.collections import format_table
-    from app.llm.machine_speed import about
+    from app.model_files.machine_speed import about
 
     settings, paths = _context()
     rows = collect_rows(settings, paths, ask_ollama=not args.no_ollama, refresh=args.refresh)
@@ -205,7 +205,7 @@ class _ProgressLine:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from app.llm.model_inventory import OLLAMA_PREFIX, ModelChoiceError
+    from app.model_files.model_inventory import OLLAMA_PREFIX, ModelChoiceError
 
     settings, paths = _context()
     if args.id.startswith(OLLAMA_PREFIX):
@@ -215,7 +215,7 @@ def _download(args: argparse.Namespace) -> int:
     if entry is None:
         ids = ", ".join(e.id for e in catalog.entries)
         raise ModelChoiceError(f"The catalog has no model '{args.id}'.", f"Its models: {ids}.")
-    from app.llm.download import download_file
+    from app.model_files.download import download_file
 
     target = paths.models_dir / entry.file_name
     line = _ProgressLine(entry.name)
@@ -234,7 +234,7 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _pull(settings: Settings, paths: AppPaths, name: str, *, use: bool) -> int:
-    from app.llm.ollama_admin import pull_ollama_model
+    from app.model_files.ollama_admin import pull_ollama_model
 
     line = _ProgressLine(f"ollama pull {name}")
 
@@ -255,7 +255,7 @@ def _pull(settings: Settings, paths: AppPaths, name: str, *, use: bool) -> int:
 
 def _make_used(settings: Settings, paths: AppPaths, key: str) -> int:
     from app.core.settings import save_settings
-    from app.llm.model_inventory import find_row, settings_using
+    from app.model_files.model_inventory import find_row, settings_using
 
     rows = collect_rows(settings, paths, ask_ollama=key.startswith("ollama:") or ":" in key)
     row = find_row(rows, key)
@@ -279,13 +279,13 @@ def _use(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from app.core.settings import save_settings
-    from app.llm.model_inventory import delete_model_file, find_row, removable_file, settings_without
+    from app.model_files.model_inventory import delete_model_file, find_row, removable_file, settings_without
 
     settings, paths = _context()
     rows = collect_rows(settings, paths)
     row = find_row(rows, args.id)
     if row.source == "ollama":
-        from app.llm.ollama_admin import delete_ollama_model
+        from app.model_files.ollama_admin import delete_ollama_model
 
         asyncio.run(delete_ollama_model(settings.model.ollama.host, row.ollama_tag))
         print(f"Ollama deleted {row.ollama_tag}.")

@@ -18,7 +18,7 @@ import ollama
 from app.core.errors import ModelError, ModelNotFound, ModelTimeout
 from app.core.models import Usage
 from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
-from app.llm.ollama_admin import OLLAMA_ERRORS, ollama_error
+from app.llm.ollama_client import OLLAMA_ERRORS, ollama_error
 from app.llm.reasoning import ThinkSplitter
 from app.llm.structured import RawReply, harden_schema, schema_instruction, structured_with_repair
 

@@ -127,7 +127,7 @@ async def ollama_digest(model: ChatModel) -> str:
 
     if not isinstance(model, OllamaModel):
         return ""
-    from app.llm.ollama_admin import ollama_models_if_running
+    from app.llm.ollama_client import ollama_models_if_running
 
     listed = await ollama_models_if_running(model.host)
     name = model.model_name

@@ -1,7 +1,7 @@
 """Model downloads and Ollama pulls that outlive the dialog that started them.
 
 One owner for the window: a download runs in a worker thread (resumable, verified
-by sha256, see :mod:`app.llm.download`), an Ollama pull as a task on the loop;
+by sha256, see :mod:`app.model_files.download`), an Ollama pull as a task on the loop;
 both report progress as :class:`Transfer` values on the GUI thread, can be
 cancelled, and — when asked — make the finished model the research model. The
 window stays usable meanwhile (the starter model keeps answering).
@@ -21,11 +21,11 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import FathomError
 from app.core.settings import Settings
-from app.llm.catalog import CatalogEntry
+from app.model_files.catalog import CatalogEntry
 from app.ui.tasks import TaskKeeper, run_blocking
 
 if TYPE_CHECKING:
-    from app.llm.model_inventory import LocalBackend
+    from app.model_files.model_inventory import LocalBackend
 
 SettingsWriter = Callable[[Settings], Awaitable[None]]
 
@@ -103,7 +103,7 @@ class ModelDownloads(QObject):
         return self._tasks.start(self._download(entry, cancel, use_when_done), f"download {entry.name}")
 
     async def _download(self, entry: CatalogEntry, cancel: threading.Event, use_when_done: bool) -> None:
-        from app.llm.download import DownloadCancelled, DownloadProgress, download_file
+        from app.model_files.download import DownloadCancelled, DownloadProgress, download_file
 
         loop = asyncio.get_running_loop()
         target = self._models_dir() / entry.file_name
@@ -155,7 +155,7 @@ class ModelDownloads(QObject):
         return task
 
     async def _pull(self, host: str, name: str, key: str, use_when_done: bool) -> None:
-        from app.llm.ollama_admin import PullProgress, pull_ollama_model
+        from app.model_files.ollama_admin import PullProgress, pull_ollama_model
 
         started = time.monotonic()
 
@@ -196,7 +196,7 @@ class ModelDownloads(QObject):
 
     async def _use(self, backend: LocalBackend, model: str) -> str:
         """Make the finished model the research model; the sentence that says how it went."""
-        from app.llm.model_inventory import settings_with_model
+        from app.model_files.model_inventory import settings_with_model
 
         settings = settings_with_model(self._settings(), backend, model)
         try:

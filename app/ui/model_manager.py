@@ -35,11 +35,11 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import FathomError
 from app.core.settings import Settings
-from app.llm.catalog import Catalog
-from app.llm.machine_fit import Machine
-from app.llm.machine_speed import about
-from app.llm.model_inventory import ModelRow
-from app.llm.ollama_admin import OllamaModelInfo, ollama_models_if_running
+from app.llm.ollama_client import OllamaModelInfo, ollama_models_if_running
+from app.model_files.catalog import Catalog
+from app.model_files.machine_fit import Machine
+from app.model_files.machine_speed import about
+from app.model_files.model_inventory import ModelRow
 from app.ui.model_downloads import ModelDownloads, Transfer
 from app.ui.services import Services
 from app.ui.tasks import TaskKeeper, run_blocking
@@ -55,7 +55,7 @@ COLUMNS = (
     "Reasons",
     "Licence",
     "Fits",
-    "Deep answer",  # about how long here, from the starter's measured speed (app/llm/machine_speed.py)
+    "Deep answer",  # about how long here, from the starter's measured speed (app/model_files/machine_speed.py)
 )
 FIT_TEXT = {"fits": "✓ fits", "tight": "≈ tight", "too big": "✗ too big", "unknown": "?"}
 
@@ -74,9 +74,9 @@ def _gb(size: int) -> str:
 
 def build_inventory(services_settings: Settings, services: Services, ollama: list[OllamaModelInfo] | None) -> Inventory:
     """The list (blocking: reads GGUF headers, the catalog file, the machine's memory)."""
-    from app.llm.catalog import load_catalog
-    from app.llm.machine_fit import measure_machine
-    from app.llm.model_inventory import list_models
+    from app.model_files.catalog import load_catalog
+    from app.model_files.machine_fit import measure_machine
+    from app.model_files.model_inventory import list_models
 
     paths = services.paths
     catalog = load_catalog(services_settings.models.catalog, cache_dir=paths.cache_dir)
@@ -212,7 +212,7 @@ class ModelManagerDialog(QDialog):
         self.show_inventory(inventory)
 
     async def _fetch_catalog(self, settings: Settings) -> None:
-        from app.llm.catalog import catalog_source, is_url, refresh_catalog
+        from app.model_files.catalog import catalog_source, is_url, refresh_catalog
 
         if not is_url(catalog_source(settings.models.catalog)):
             return
@@ -329,7 +329,7 @@ class ModelManagerDialog(QDialog):
         return self._tasks.start(self._use(row), "use a model")
 
     async def _use(self, row: ModelRow) -> None:
-        from app.llm.model_inventory import settings_using
+        from app.model_files.model_inventory import settings_using
 
         try:
             new = settings_using(row, self._services.settings)
@@ -368,7 +368,7 @@ class ModelManagerDialog(QDialog):
 
     async def add_model_file(self, path: Path, *, link: bool) -> Path | None:
         """Copy or link ``path`` into the models folder (off the GUI thread), list it and select it."""
-        from app.llm.model_folders import add_model_file
+        from app.model_files.model_folders import add_model_file
 
         self.message.setText(f"{'Linking' if link else 'Copying'} {path.name}…")
         try:
@@ -432,11 +432,11 @@ class ModelManagerDialog(QDialog):
         return box
 
     async def remove(self, row: ModelRow) -> None:
-        from app.llm.model_inventory import delete_model_file, removable_file, settings_without
+        from app.model_files.model_inventory import delete_model_file, removable_file, settings_without
 
         try:
             if row.source == "ollama":
-                from app.llm.ollama_admin import delete_ollama_model
+                from app.model_files.ollama_admin import delete_ollama_model
 
                 await delete_ollama_model(self._services.settings.model.ollama.host, row.ollama_tag)
             else:

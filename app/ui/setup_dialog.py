@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import FathomError
 from app.core.settings import Settings
-from app.llm.catalog import CatalogEntry
 from app.llm.keys import keyring_state, set_api_key
-from app.llm.machine_speed import ANSWER_WITHIN_S, about
 from app.llm.starter import STARTER_NAME
+from app.model_files.catalog import CatalogEntry
+from app.model_files.machine_speed import ANSWER_WITHIN_S, about
 from app.ui.key_field import KeySaver, StateReader
 from app.ui.model_downloads import ModelDownloads
 from app.ui.services import Services
@@ -251,7 +251,7 @@ class SetupDialog(SettingsForm):
             self.use_gguf.setChecked(True)
 
     def chosen_settings(self) -> Settings:
-        from app.llm.model_inventory import settings_with_model
+        from app.model_files.model_inventory import settings_with_model
 
         s = self._services.settings
         if self.use_ollama.isChecked():
@@ -292,9 +292,9 @@ class SetupDialog(SettingsForm):
 
 def _recommendation(services: Services) -> tuple[Any, CatalogEntry | None, Any]:
     """(the recommended model's row, its catalog entry, the machine) — blocking."""
-    from app.llm.catalog import load_catalog
-    from app.llm.machine_fit import measure_machine
-    from app.llm.model_inventory import list_models, recommend
+    from app.model_files.catalog import load_catalog
+    from app.model_files.machine_fit import measure_machine
+    from app.model_files.model_inventory import list_models, recommend
 
     settings, paths = services.settings, services.paths
     catalog = load_catalog(settings.models.catalog, cache_dir=paths.cache_dir)

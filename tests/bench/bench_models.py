@@ -27,7 +27,7 @@ def _median_ms(samples: list[float]) -> str:
 
 
 def bench_headers(files: list[Path], repeats: int) -> None:
-    from app.llm.gguf_info import read_gguf_info
+    from app.model_files.gguf_info import read_gguf_info
 
     print("GGUF header read (median)")
     for path in files:
@@ -43,9 +43,9 @@ def bench_headers(files: list[Path], repeats: int) -> None:
 def bench_listing(files: list[Path], repeats: int, root: Path) -> None:
     from app.core.paths import AppPaths
     from app.core.settings import Settings
-    from app.llm.catalog import load_catalog
-    from app.llm.machine_fit import measure_machine
-    from app.llm.model_inventory import list_models
+    from app.model_files.catalog import load_catalog
+    from app.model_files.machine_fit import measure_machine
+    from app.model_files.model_inventory import list_models
 
     home = root / "home"
     folder = home / ".local" / "share" / "nomic.ai" / "GPT4All"
@@ -67,7 +67,7 @@ def bench_download(source: Path, repeats: int, root: Path) -> None:
     from file_server import FileServer
     from model_files import file_sha256
 
-    from app.llm.download import download_file
+    from app.model_files.download import download_file
 
     expected = file_sha256(source)
     size = source.stat().st_size
@@ -96,7 +96,7 @@ def bench_download(source: Path, repeats: int, root: Path) -> None:
 def bench_cancel(repeats: int, root: Path) -> None:
     from file_server import FileServer
 
-    from app.llm.download import DownloadCancelled, download_file
+    from app.model_files.download import DownloadCancelled, download_file
 
     samples = []
     with FileServer() as server:

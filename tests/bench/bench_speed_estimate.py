@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/bench_speed_estimate.py [--threads N] GGUF [GGUF ...]
 
-Times the starter as the Models dialog does (app/llm/machine_speed.py), estimates each
+Times the starter as the Models dialog does (app/model_files/machine_speed.py), estimates each
 GGUF's deep answer from it, then times that answer's model work with the model itself:
 three calls of 1,100 prompt tokens and 100 generated (about 3,300 and 300, the median of
 a deep MuSiQue answer with Qwen2.5-0.5B). Run it on a quiet machine: the estimate assumes
@@ -22,8 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.llm.machine_speed import _TEXT, DEEP_GENERATED_TOKENS, DEEP_PROMPT_TOKENS, machine_is_quiet, measure_speed
 from app.llm.starter import starter_model_path
+from app.model_files.machine_speed import (
+    _TEXT,
+    DEEP_GENERATED_TOKENS,
+    DEEP_PROMPT_TOKENS,
+    machine_is_quiet,
+    measure_speed,
+)
 
 CALLS = 3
 

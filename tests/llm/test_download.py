@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from file_server import FileServer
 
-from app.llm.download import (
+from app.model_files.download import (
     ChecksumMismatch,
     DownloadCancelled,
     DownloadFailed,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.llm.gguf_info import GgufError, GgufInfo, read_gguf_info, size_label_for
+from app.model_files.gguf_info import GgufError, GgufInfo, read_gguf_info, size_label_for
 
 # -- a tiny GGUF writer ------------------------------------------------------------
 

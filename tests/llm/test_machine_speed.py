@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from app.core.paths import app_paths
-from app.llm.catalog import Catalog, CatalogEntry
-from app.llm.machine_fit import GIB, Machine, measure_machine
-from app.llm.machine_speed import (
+from app.model_files.catalog import Catalog, CatalogEntry
+from app.model_files.machine_fit import GIB, Machine, measure_machine
+from app.model_files.machine_speed import (
     ANSWER_WITHIN_S,
     DEEP_GENERATED_TOKENS,
     DEEP_PROMPT_TOKENS,
@@ -32,7 +32,7 @@ from app.llm.machine_speed import (
     machine_speed,
     measure_speed,
 )
-from app.llm.model_inventory import recommend
+from app.model_files.model_inventory import recommend
 
 SPIN = "import time\nend = time.time() + 60\nwhile time.time() < end:\n    pass\n"
 

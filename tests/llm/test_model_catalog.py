@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from file_server import FileServer
 
-from app.llm.catalog import (
+from app.model_files.catalog import (
     CATALOG_ENV,
     CatalogError,
     load_catalog,

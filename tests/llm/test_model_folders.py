@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from model_files import link_model
 
-from app.llm.model_folders import LocalModel, ModelFolder, find_local_models, known_model_folders
+from app.model_files.model_folders import LocalModel, ModelFolder, find_local_models, known_model_folders
 
 
 def broken_file(target: Path, content: bytes = b"this download failed halfway\n") -> Path:

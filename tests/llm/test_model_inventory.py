@@ -12,9 +12,10 @@ from model_files import link_model
 
 from app.core.paths import AppPaths, app_paths
 from app.core.settings import Settings, replace_setting
-from app.llm.catalog import Catalog, load_catalog, parse_catalog
-from app.llm.machine_fit import GIB, Machine
-from app.llm.model_inventory import (
+from app.llm.ollama_client import OllamaModelInfo
+from app.model_files.catalog import Catalog, load_catalog, parse_catalog
+from app.model_files.machine_fit import GIB, Machine
+from app.model_files.model_inventory import (
     STARTER_KEY,
     ModelChoiceError,
     find_row,
@@ -25,7 +26,6 @@ from app.llm.model_inventory import (
     settings_using,
     settings_without,
 )
-from app.llm.ollama_admin import OllamaModelInfo
 
 ROOMY = Machine(total_ram=32 * GIB, available_ram=24 * GIB, cpu_count=8, gpu_offload=False, free_disk=500 * GIB)
 

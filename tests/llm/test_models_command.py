@@ -19,7 +19,7 @@ from model_files import file_sha256
 
 from app.core.paths import app_paths
 from app.core.settings import Settings, load_settings, replace_setting, save_settings
-from app.llm.machine_speed import Speed, keep_speed, machine_key
+from app.model_files.machine_speed import Speed, keep_speed, machine_key
 
 pytestmark = pytest.mark.slow
 

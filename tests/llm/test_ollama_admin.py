@@ -13,13 +13,9 @@ import pytest
 from ollama_server import MODEL_NAME, OllamaLoopback, layer_sizes
 
 from app.core.errors import ModelNotFound, ModelUnavailable
-from app.llm.ollama_admin import (
-    PullProgress,
-    delete_ollama_model,
-    list_ollama_models,
-    pull_ollama_model,
-)
 from app.llm.ollama_backend import OllamaModel
+from app.llm.ollama_client import list_ollama_models
+from app.model_files.ollama_admin import PullProgress, delete_ollama_model, pull_ollama_model
 
 pytestmark = pytest.mark.slow
 

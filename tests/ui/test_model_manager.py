@@ -23,9 +23,9 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.core.paths import app_paths
 from app.core.settings import Settings, replace_setting
-from app.llm.catalog import CATALOG_ENV
-from app.llm.machine_speed import Speed, keep_speed, machine_key, research_threads
-from app.llm.model_inventory import STARTER_KEY
+from app.model_files.catalog import CATALOG_ENV
+from app.model_files.machine_speed import Speed, keep_speed, machine_key, research_threads
+from app.model_files.model_inventory import STARTER_KEY
 from app.ui.model_downloads import ModelDownloads, Transfer
 from app.ui.model_manager import ModelManagerDialog
 from app.ui.services import Services

@@ -142,10 +142,10 @@ def refresh_catalog(
     """Fetch a URL catalog now (the person asked), keep a copy, and return it.
 
     For a file source this is :func:`load_catalog`. Raises
-    :class:`~app.llm.download.NoConnection` or :class:`CatalogError`."""
+    :class:`~app.model_files.download.NoConnection` or :class:`CatalogError`."""
     import httpx
 
-    from app.llm.download import NoConnection
+    from app.model_files.download import NoConnection
 
     env = os.environ if environ is None else environ
     source = catalog_source(setting, env)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.llm.gguf_info import GgufError, GgufInfo, read_gguf_info
+from app.model_files.gguf_info import GgufError, GgufInfo, read_gguf_info
 
 __all__ = ["LocalModel", "ModelFolder", "add_model_file", "find_local_models", "known_model_folders"]
 

@@ -19,15 +19,15 @@ from typing import Literal
 from app.core.errors import FathomError
 from app.core.paths import AppPaths
 from app.core.settings import Settings, replace_setting
-from app.llm.catalog import Catalog, CatalogEntry
-from app.llm.download import partial_path
 from app.llm.factory import chat_models
-from app.llm.gguf_info import GgufInfo
-from app.llm.machine_fit import GIB, Fit, Machine, judge_fit, memory_needed, recommendable
-from app.llm.machine_speed import ANSWER_WITHIN_S
-from app.llm.model_folders import LocalModel, find_local_models, known_model_folders
-from app.llm.ollama_admin import OllamaModelInfo
+from app.llm.ollama_client import OllamaModelInfo
 from app.llm.starter import STARTER_NAME, starter_model_path
+from app.model_files.catalog import Catalog, CatalogEntry
+from app.model_files.download import partial_path
+from app.model_files.gguf_info import GgufInfo
+from app.model_files.machine_fit import GIB, Fit, Machine, judge_fit, memory_needed, recommendable
+from app.model_files.machine_speed import ANSWER_WITHIN_S
+from app.model_files.model_folders import LocalModel, find_local_models, known_model_folders
 
 OLLAMA_PREFIX = "ollama:"
 LocalBackend = Literal["llamacpp", "ollama"]  # the back ends a listed model runs on
@@ -188,7 +188,7 @@ def _local_models(settings: Settings, paths: AppPaths, home: Path | None) -> lis
 
 
 def _local_from_path(source: str, path: Path) -> LocalModel:
-    from app.llm.gguf_info import GgufError, read_gguf_info
+    from app.model_files.gguf_info import GgufError, read_gguf_info
 
     try:
         return LocalModel(source, path, read_gguf_info(path))

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.llm.machine_speed import Speed
+from app.model_files.machine_speed import Speed
 
 GIB = 1024**3
 LIBRARY_RESERVE = int(1.5 * GIB)  # embedder + Milvus Lite + Docling + the window, measured ~1.2 GiB during ingest
@@ -53,7 +53,7 @@ def measure_machine(models_dir: Path, *, cache_dir: Path | None = None, threads:
 
     import psutil
 
-    from app.llm.machine_speed import machine_speed, research_threads
+    from app.model_files.machine_speed import machine_speed, research_threads
 
     memory = psutil.virtual_memory()
     probe = models_dir
