@@ -4,6 +4,9 @@ What a model file is and where to get one is :mod:`app.model_files`' job; this p
 never imports it.
 
 - ``base``: the interface (``ChatModel``) and the reply types.
+- ``backend``: ``ModelBackend``, what every back end shares: ``chat()`` and
+  ``structured()`` written once (token budget, hardened schema, the repair round)
+  around each back end's ``_stream`` and ``_structured_attempts``.
 - ``llamacpp``: a GGUF model in-process; ``ollama_backend``: a model on an Ollama server;
   ``openai_backend``: any OpenAI-compatible endpoint.
 - ``ollama_client``: what every caller of Ollama shares: its errors in words, its model list.

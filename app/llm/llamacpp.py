@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 from app.core.errors import ModelError, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
 from app.core.serial_import import serial_import
-from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
+from app.llm.backend import Attempt, ModelBackend
+from app.llm.base import ChatDelta, EmbedResult, Message
 from app.llm.reasoning import ThinkSplitter
-from app.llm.structured import RawReply, harden_schema, structured_with_repair
+from app.llm.structured import RawReply
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
 DEFAULT_MAX_TOKENS = 1024
-DEFAULT_STRUCTURED_MAX_TOKENS = 1024
 
 # llama-cpp-python's JSON-schema converter lets raw control characters into
 # strings; this rule keeps them out (escapes such as \n stay allowed).
@@ -63,7 +63,7 @@ def _cached_grammar(schema_json: str) -> str:
 SAMPLING_SEED = 42  # every call samples from the same seed: the same prompt, the same reply
 
 
-class LlamaCppModel:
+class LlamaCppModel(ModelBackend):
     """A GGUF model run in-process by llama.cpp."""
 
     def __init__(
@@ -259,12 +259,8 @@ class LlamaCppModel:
             if not future.done():
                 future.cancel()  # not started yet: never starts; running: stops at the next token
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
     ) -> AsyncIterator[ChatDelta]:
         async for delta in self._deltas(messages, temperature, max_tokens, None):
             yield delta
@@ -287,27 +283,11 @@ class LlamaCppModel:
                     yield ChatDelta(kind=channel, text=text)
                 yield ChatDelta(kind="done", usage=payload[0])
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> ChatResult:
-        return await collect_stream(self.stream(messages, temperature=temperature, max_tokens=max_tokens), self._name)
-
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> StructuredResult:
-        budget = max_tokens or DEFAULT_STRUCTURED_MAX_TOKENS
-        hardened = harden_schema(schema, max_tokens=budget)
+    async def _structured_attempts(
+        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+    ) -> tuple[Attempt, Sequence[Message]]:
         # Building the grammar imports llama_cpp and walks the schema: off the event loop.
-        grammar_text = await asyncio.to_thread(_cached_grammar, json.dumps(hardened, sort_keys=True))
+        grammar_text = await asyncio.to_thread(_cached_grammar, json.dumps(schema, sort_keys=True))
 
         async def generate(attempt: Sequence[Message]) -> RawReply:
             parts: list[str] = []
@@ -319,7 +299,7 @@ class LlamaCppModel:
                     usage = payload[0]
             return RawReply(content="".join(parts), reasoning="", usage=usage)
 
-        return await structured_with_repair(generate, messages, schema, model_name=self._name)
+        return generate, messages
 
     def _embed_sync(self, texts: list[str]) -> tuple[list[list[float]], int]:
         with self._lock:

@@ -17,16 +17,16 @@ import ollama
 
 from app.core.errors import ModelError, ModelNotFound, ModelTimeout
 from app.core.models import Usage
-from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult, collect_stream
+from app.llm.backend import Attempt, ModelBackend
+from app.llm.base import ChatDelta, EmbedResult, Message, collect_stream
 from app.llm.ollama_client import OLLAMA_ERRORS, ollama_error
 from app.llm.reasoning import ThinkSplitter
-from app.llm.structured import RawReply, harden_schema, schema_instruction, structured_with_repair
+from app.llm.structured import RawReply, schema_instruction
 
 DEFAULT_MAX_TOKENS = 2048
-DEFAULT_STRUCTURED_MAX_TOKENS = 1024
 
 
-class OllamaModel:
+class OllamaModel(ModelBackend):
     """One model served by an Ollama server."""
 
     def __init__(
@@ -143,45 +143,25 @@ class OllamaModel:
             async for delta in self._chat_stream(messages, options=options, format=format, think=False):
                 yield delta
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
     ) -> AsyncIterator[ChatDelta]:
         options = self._options(temperature, max_tokens, DEFAULT_MAX_TOKENS)
         async for delta in self._with_think_fallback(messages, options=options, format=None):
             yield delta
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> ChatResult:
-        return await collect_stream(self.stream(messages, temperature=temperature, max_tokens=max_tokens), self._model)
-
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> StructuredResult:
-        budget = max_tokens or DEFAULT_STRUCTURED_MAX_TOKENS
-        hardened = harden_schema(schema, max_tokens=budget)
-        options = self._options(temperature, budget, DEFAULT_STRUCTURED_MAX_TOKENS)
-        guided: list[Message] = [{"role": "system", "content": schema_instruction(hardened)}, *messages]
+    async def _structured_attempts(
+        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+    ) -> tuple[Attempt, Sequence[Message]]:
+        options = self._options(temperature, budget, budget)
+        guided: list[Message] = [{"role": "system", "content": schema_instruction(schema)}, *messages]
 
         async def generate(attempt: Sequence[Message]) -> RawReply:
-            deltas = self._with_think_fallback(attempt, options=options, format=hardened)
+            deltas = self._with_think_fallback(attempt, options=options, format=schema)
             result = await collect_stream(deltas, self._model)
             return RawReply(content=result.content, reasoning=result.reasoning, usage=result.usage)
 
-        return await structured_with_repair(generate, guided, schema, model_name=self._model)
+        return generate, guided
 
     # -- models and embeddings ------------------------------------------------
 

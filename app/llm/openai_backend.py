@@ -20,13 +20,13 @@ import openai
 
 from app.core.errors import ModelError, ModelNotFound, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
-from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message, StructuredResult
+from app.llm.backend import Attempt, ModelBackend
+from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message
 from app.llm.keys import ENV_VAR
 from app.llm.reasoning import ThinkSplitter, split_think
-from app.llm.structured import RawReply, harden_schema, schema_instruction, structured_with_repair
+from app.llm.structured import RawReply, schema_instruction
 
 DEFAULT_MAX_TOKENS = 2048
-DEFAULT_STRUCTURED_MAX_TOKENS = 1024
 RETRY_STATUS = frozenset({429, 502, 503, 504})
 RETRY_DELAY_S = 1.0
 # Statuses with which servers say "I do not understand this response_format".
@@ -61,7 +61,7 @@ def _reasoning_of(obj: Any) -> str:
     return ""
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(ModelBackend):
     """A model behind an OpenAI-compatible ``/v1`` endpoint."""
 
     def __init__(
@@ -164,12 +164,8 @@ class OpenAICompatibleModel:
 
     # -- chat -----------------------------------------------------------------
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
     ) -> AsyncIterator[ChatDelta]:
         model = await self._resolved_model()
         started = time.perf_counter()
@@ -248,27 +244,14 @@ class OpenAICompatibleModel:
         )
         return RawReply(content=content, reasoning=reasoning, usage=_with_latency(usage, started))
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> ChatResult:
+    async def _chat(self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None) -> ChatResult:
+        """One request, not streamed."""
         reply = await self._complete(messages, temperature=temperature, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
         return ChatResult(content=reply.content, reasoning=reply.reasoning, usage=reply.usage)
 
-    async def structured(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> StructuredResult:
-        budget = max_tokens or DEFAULT_STRUCTURED_MAX_TOKENS
-        hardened = harden_schema(schema, max_tokens=budget)
-
+    async def _structured_attempts(
+        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+    ) -> tuple[Attempt, Sequence[Message]]:
         async def generate(attempt: Sequence[Message]) -> RawReply:
             if self.json_schema_supported is not False:
                 try:
@@ -278,7 +261,7 @@ class OpenAICompatibleModel:
                         max_tokens=budget,
                         response_format={
                             "type": "json_schema",
-                            "json_schema": {"name": "reply", "schema": hardened, "strict": False},
+                            "json_schema": {"name": "reply", "schema": schema, "strict": False},
                         },
                     )
                 except ModelError as exc:
@@ -288,9 +271,9 @@ class OpenAICompatibleModel:
                 else:
                     self.json_schema_supported = True
                     return reply
-            return await self._complete_json_object(attempt, hardened, temperature, budget)
+            return await self._complete_json_object(attempt, schema, temperature, budget)
 
-        return await structured_with_repair(generate, messages, schema, model_name=self.model_name)
+        return generate, messages
 
     async def _complete_json_object(
         self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
