@@ -6,7 +6,8 @@ never imports it.
 - ``base``: the interface (``ChatModel``) and the reply types.
 - ``backend``: ``ModelBackend``, what every back end shares: ``chat()`` and
   ``structured()`` written once (token budget, hardened schema, the repair round)
-  around each back end's ``_stream`` and ``_structured_attempts``.
+  around each back end's ``_stream`` and ``_structured_attempts``; ``warm_up()``, a no-op
+  unless the back end has something to load before its first call (llama.cpp does).
 - ``llamacpp``: a GGUF model in-process; ``ollama_backend``: a model on an Ollama server;
   ``openai_backend``: any OpenAI-compatible endpoint.
 - ``ollama_client``: what every caller of Ollama shares: its errors in words, its model list.

@@ -4,7 +4,8 @@ written once, around the few steps each back end does its own way.
 A back end subclasses :class:`ModelBackend` and writes ``_stream`` (one reply, streamed)
 and ``_structured_attempts`` (how one structured reply is asked for); ``chat()`` gathers the
 stream unless the back end has a better way (``_chat``), ``structured()`` sets the token
-budget, hardens the schema and runs the repair round. (Not in ``base.py``: this needs
+budget, hardens the schema and runs the repair round, and ``warm_up()`` does nothing
+unless the back end has something to load first. (Not in ``base.py``: this needs
 :mod:`app.llm.structured`, which needs ``base``.)
 """
 
@@ -60,6 +61,10 @@ class ModelBackend(ABC):
         hardened = harden_schema(schema, max_tokens=budget)
         attempt, guided = await self._structured_attempts(messages, hardened, temperature, budget)
         return await structured_with_repair(attempt, guided, schema, model_name=self.model_name)
+
+    def warm_up(self) -> None:
+        """Nothing to load before the first call (see :meth:`app.llm.base.ChatModel.warm_up`)."""
+        return
 
     @abstractmethod
     def _stream(

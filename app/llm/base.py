@@ -90,6 +90,11 @@ class ChatModel(Protocol):
 
     async def aclose(self) -> None: ...
 
+    def warm_up(self) -> None:
+        """Load now, in the caller's worker thread, what the first call would otherwise load
+        on the event loop (llama.cpp's grammar module); most back ends have nothing to load."""
+        ...
+
 
 async def collect_stream(deltas: AsyncIterator[ChatDelta], model: str) -> ChatResult:
     """Gather a streamed reply into one ChatResult (content, reasoning, usage)."""

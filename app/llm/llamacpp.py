@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import importlib
 import json
+import logging
 import os
 import re
 import threading
@@ -33,6 +35,8 @@ from app.llm.structured import RawReply
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -300,6 +304,14 @@ class LlamaCppModel(ModelBackend):
             return RawReply(content="".join(parts), reasoning="", usage=usage)
 
         return generate, messages
+
+    def warm_up(self) -> None:
+        """Import llama.cpp's grammar module here, off the GUI thread: it is otherwise first
+        imported on the loop by a structured call."""
+        try:
+            importlib.import_module("llama_cpp.llama_grammar")
+        except ImportError as exc:
+            log.info("could not preload llama.cpp: %s", exc)
 
     def _embed_sync(self, texts: list[str]) -> tuple[list[list[float]], int]:
         with self._lock:

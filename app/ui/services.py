@@ -61,16 +61,6 @@ def _warm_first_run() -> None:
             log.info("could not preload %s: %s", name, exc)
 
 
-def _warm_model(model: Any) -> None:
-    """Import the back end's heavy modules here, off the GUI thread: llama.cpp's
-    grammar module is otherwise first imported on the loop by a structured call."""
-    if type(model).__module__ == "app.llm.llamacpp":
-        try:
-            importlib.import_module("llama_cpp.llama_grammar")
-        except ImportError as exc:
-            log.info("could not preload llama.cpp: %s", exc)
-
-
 PROBE_MODULES = ("app.llm.factory", "app.llm.keys", "app.llm.ollama_backend", "app.llm.openai_backend")
 
 
@@ -168,7 +158,7 @@ class Services:
             from app.llm.factory import make_chat_model
 
             model = make_chat_model(settings)
-            _warm_model(model)
+            model.warm_up()  # what its first call would load on the loop, loaded here
             return model
 
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,25 @@ async def test_free_text_answer_with_usage(starter_llm: LlamaCppModel) -> None:
     assert 0 < result.usage.completion_tokens <= 41
     assert result.usage.latency_s > 0
     assert result.usage.model == starter_llm.model_name
+
+
+def test_warm_up_imports_the_grammar_module_before_the_first_call() -> None:
+    """The window calls warm_up() in a worker thread: llama.cpp's grammar module is then
+    imported there, not on the event loop by the first structured call; other back ends
+    have nothing to load (a fresh interpreter: this session imported it long ago)."""
+    script = (
+        "import sys\n"
+        "from app.llm.llamacpp import LlamaCppModel\n"
+        "from app.llm.ollama_backend import OllamaModel\n"
+        "model = LlamaCppModel('never-loaded.gguf')\n"
+        "assert 'llama_cpp.llama_grammar' not in sys.modules\n"
+        "OllamaModel('any').warm_up()\n"
+        "assert 'llama_cpp.llama_grammar' not in sys.modules\n"
+        "model.warm_up()\n"
+        "assert 'llama_cpp.llama_grammar' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 async def test_structured_output_is_valid_ten_times_out_of_ten(starter_llm: LlamaCppModel) -> None:
