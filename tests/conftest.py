@@ -63,6 +63,14 @@ def starter_model_path() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def starter_sha256(starter_model_path: Path) -> str:
+    """The starter model file's sha256 (hex), for the download tests' catalogs."""
+    from model_files import file_sha256
+
+    return file_sha256(starter_model_path)
+
+
 # -- model fixtures (app/llm) ------------------------------------------------
 
 

@@ -30,15 +30,6 @@ SMALL_SIZE = 4 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def starter_sha256(starter_model_path: Path) -> str:
-    hasher = hashlib.sha256()
-    with starter_model_path.open("rb") as fh:
-        while block := fh.read(1024 * 1024):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
-@pytest.fixture(scope="module")
 def small() -> tuple[bytes, str]:
     """4 MiB of random bytes and their SHA-256."""
     data = random.Random(20240611).randbytes(SMALL_SIZE)

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from fathom_process import MODULE, REPO, run_fathom
 from file_server import FileServer
-from model_files import file_sha256
 
 from app.core.paths import app_paths
 from app.core.settings import Settings, load_settings, replace_setting, save_settings
@@ -27,11 +26,6 @@ NOTE = (
     "The harbour office of Port Essel keeps its tide tables in a green ledger.\n\n"
     "The ledger was moved to the lighthouse archive in 1987 after the flood."
 )
-
-
-@pytest.fixture(scope="module")
-def starter_sha256(starter_model_path: Path) -> str:
-    return file_sha256(starter_model_path)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ and by, and that the starter wrote it."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from model_files import file_sha256
 
 from app import __version__
 from app.core.events import Finished
@@ -31,10 +31,6 @@ from app.store.research_runs import RunStore
 REPO = Path(__file__).resolve().parents[2]
 QUESTION = "What are the limits of Milvus?"
 BUDGET = Budget(max_rounds=1, max_subqueries=1, top_k=3, max_seconds=300, max_concurrent_calls=1)
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.fixture
@@ -75,7 +71,7 @@ def test_a_report_says_what_it_was_made_from_and_by(files: list[Path], starter_l
     assert before - 1 <= made.started_at <= time.time() and made.fathom_version == __version__
     assert made.starter and made.model == starter_llm.model_name
     assert made.model_file == str(starter_llm.model_path)
-    assert made.model_digest == "sha256:" + sha256_of(starter_llm.model_path)
+    assert made.model_digest == "sha256:" + file_sha256(starter_llm.model_path)
     assert made.embedding_model == "all-MiniLM-L6-v2" or "MiniLM" in made.embedding_model
     assert made.collections == ("docs",)
     assert made.checked_by == (report.support.checked_by if report.support else "") != ""
@@ -85,17 +81,17 @@ def test_a_report_says_what_it_was_made_from_and_by(files: list[Path], starter_l
     for source in made.sources:
         f = on_disk[source.path]
         assert source.size == f.stat().st_size and source.mtime == pytest.approx(f.stat().st_mtime, abs=1)
-        assert source.sha256 == sha256_of(f)
+        assert source.sha256 == file_sha256(f)
 
     # the export says it, and says the starter wrote the report
     markdown = report_markdown(content_of(QUESTION, report))
     assert f"*{STARTER_HEADER}*" in markdown.split("\n## Sources")[0]
     section = markdown.split(PROVENANCE_HEADING, 1)[1]
     assert f"Fathom: {__version__}" in section and "Mode: quick" in section
-    assert f"sha256:{sha256_of(starter_llm.model_path)}" in section
+    assert f"sha256:{file_sha256(starter_llm.model_path)}" in section
     for f in files:
         if str(f) in {s.path for s in made.sources}:
-            assert sha256_of(f) in section
+            assert file_sha256(f) in section
 
     # so does `fathom show`, read back from the history
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -110,4 +106,4 @@ def test_a_report_says_what_it_was_made_from_and_by(files: list[Path], starter_l
     )
     assert shown.returncode == 0, shown.stderr
     assert STARTER_HEADER in shown.stdout and "## Provenance" in shown.stdout
-    assert f"sha256:{sha256_of(starter_llm.model_path)}" in shown.stdout
+    assert f"sha256:{file_sha256(starter_llm.model_path)}" in shown.stdout

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from file_server import FileServer
 from helpers import started_window
-from model_files import file_sha256
 from network_guard import NetworkGuard
 from PySide6.QtWidgets import QMessageBox
 
@@ -41,11 +40,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def starter_sha256(starter_model_path: Path) -> str:
-    return file_sha256(starter_model_path)
 
 
 @pytest.fixture
