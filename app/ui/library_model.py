@@ -4,9 +4,10 @@ The rows are built off the GUI thread: :func:`library_rows` turns the catalog's
 collections and documents into the texts shown (pure Python, run in a worker
 thread by the library controller). :meth:`LibraryModel.show` then brings the
 model up to date with them on the GUI thread, in slices of at most
-``SLICE_MS``: collections first (all at once: they are few), then each
-collection's documents — rows that are gone removed, new ones inserted
-``CHUNK_ROWS`` at a time, changed ones signalled with ``dataChanged`` — so a
+``SLICE_MS``: collections first (all at once: they are few; the row changes
+planned by :func:`app.ui.row_plan.plan_rows`), then each collection's documents
+— rows that are gone removed, new ones inserted ``CHUNK_ROWS`` at a time,
+changed ones signalled with ``dataChanged``, step by step between slices — so a
 view keeps its expansion and selection, and a library of 10,000 documents
 fills in without freezing the window. Every slice leaves the model valid; a
 newer :meth:`show` continues from wherever the last one stopped.
@@ -36,6 +37,7 @@ from PySide6.QtGui import QBrush
 
 from app.core.models import Collection, Document, DocumentStatus
 from app.ui.formatting import short_path
+from app.ui.row_plan import plan_rows, row_runs
 from app.ui.tooltips import plain_tooltip
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -121,17 +123,6 @@ class _Collection:
     cells: tuple[str, str, str, str]
     documents: list[DocumentRow] = field(default_factory=list)
     fetched: int = 0  # the first rows of ``documents`` views know of (the rest are fetched on demand)
-
-
-def _runs(rows: list[int]) -> list[tuple[int, int]]:
-    """(first, last) of each run of consecutive numbers in ``rows`` (ascending)."""
-    runs: list[tuple[int, int]] = []
-    for row in rows:
-        if runs and runs[-1][1] == row - 1:
-            runs[-1] = (runs[-1][0], row)
-        else:
-            runs.append((row, row))
-    return runs
 
 
 class _Root:
@@ -238,32 +229,24 @@ class LibraryModel(QAbstractItemModel):
         return rows + [CollectionRow(name, "", "", "") for name in self._indexing if name not in names]
 
     def _sync_collections(self, wanted: list[CollectionRow]) -> None:
-        wanted_names = [row.name for row in wanted]
-        wanted_set = set(wanted_names)
-        for row in range(len(self._collections) - 1, -1, -1):
-            if self._collections[row].name not in wanted_set:
-                self.beginRemoveRows(QModelIndex(), row, row)
-                self._forget(self._collections[row : row + 1])
-                del self._collections[row]
-                self.endRemoveRows()
-        current = [item.name for item in self._collections]
-        kept = [name for name in wanted_names if name in set(current)]
-        if kept != current:  # reordered: drop from the first difference on, then insert again
-            first = next(i for i, (a, b) in enumerate(zip(kept, current, strict=True)) if a != b)
-            self.beginRemoveRows(QModelIndex(), first, len(self._collections) - 1)
-            self._forget(self._collections[first:])
-            del self._collections[first:]
+        plan = plan_rows([item.name for item in self._collections], [row.name for row in wanted])
+        for gone in plan.removed:
+            self.beginRemoveRows(QModelIndex(), gone.first, gone.last)
+            self._forget(self._collections[gone.first : gone.last + 1])
+            del self._collections[gone.first : gone.last + 1]
             self.endRemoveRows()
-        for row, wanted_row in enumerate(wanted):
-            if row < len(self._collections) and self._collections[row].name == wanted_row.name:
-                item = self._collections[row]
-                if item.cells != wanted_row.cells():
-                    item.cells = wanted_row.cells()
-                    self._changed_collection(row)
+        for run, inserted in plan.steps():
+            if inserted:
+                self.beginInsertRows(QModelIndex(), run.first, run.last)
+                new = wanted[run.first : run.last + 1]
+                self._collections[run.first : run.first] = [_Collection(row.name, row.cells()) for row in new]
+                self.endInsertRows()
                 continue
-            self.beginInsertRows(QModelIndex(), row, row)
-            self._collections.insert(row, _Collection(wanted_row.name, wanted_row.cells()))
-            self.endInsertRows()
+            for row in run.rows:
+                item = self._collections[row]
+                if item.cells != wanted[row].cells():
+                    item.cells = wanted[row].cells()
+                    self._changed_collection(row)
 
     def _sync_documents(self, name: str, wanted: tuple[DocumentRow, ...]) -> Iterator[None]:
         """Bring one collection's documents to ``wanted``, a few hundred rows per step."""
@@ -286,7 +269,7 @@ class LibraryModel(QAbstractItemModel):
         # 1. rows that are gone: run by run, or (scattered) all rows from the first on
         gone = [row for row, doc in enumerate(docs) if doc.doc_id not in wanted_ids]
         yield
-        runs = _runs(gone)
+        runs = row_runs(gone)
         if len(runs) > MAX_RUNS:
             runs = [(runs[0][0], len(docs) - 1)]
         for first, last in reversed(runs):
@@ -304,7 +287,7 @@ class LibraryModel(QAbstractItemModel):
             yield
         # 3. new rows scattered among the kept ones: list the rows from the first new one on again
         new_rows = [row for row, doc in enumerate(wanted) if doc.doc_id not in current_set]
-        if len(_runs(new_rows)) > MAX_RUNS:
+        if len(row_runs(new_rows)) > MAX_RUNS:
             self._remove_documents(item, new_rows[0], len(docs) - 1)
             current_set = {doc.doc_id for doc in docs}
         yield

@@ -2,7 +2,9 @@
 
 Events are folded into the engine's ``TreeBuilder`` as they arrive (cheap);
 the Qt model is brought up to date once per frame (``FRAME_MS``) from the
-builder's tree, so a burst of events costs one diff, not one repaint each.
+builder's tree, so a burst of events costs one diff, not one repaint each, and
+a frame whose events changed no node (the ``TreeChange`` they gave is empty:
+citation checks, a table) costs none.
 Report deltas go to the report view, which re-renders on its own throttle.
 
 A follow-up question (a run whose ``RunStarted.follows`` is set, fed after the
@@ -97,8 +99,9 @@ class RunPresenter(QObject):
     def feed(self, event: ResearchEvent, *, live: bool = True) -> None:
         self.events.append(event)
         if not isinstance(event, (ReportDelta, PhaseChanged)):
-            self.builder.apply(event)
-            self._dirty = True
+            change = self.builder.apply(event)
+            if change.inserted or change.updated:  # else the tree is as it was: no frame to redraw
+                self._dirty = True
         if isinstance(event, RunStarted):
             self.following = bool(event.follows) and bool(self.steps)
             if self.following:  # the thread's title stays its first question

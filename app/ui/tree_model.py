@@ -3,10 +3,11 @@
 The model mirrors a pure tree of :class:`ViewNode` (built from the run's
 events by ``app.research.tree.build_tree`` and :mod:`app.ui.tree_adapter`).
 :meth:`ResearchTreeModel.apply` diffs the new tree against what the view
-holds and emits the minimal ``beginInsertRows``/``endInsertRows``,
-``beginRemoveRows``/``endRemoveRows`` and ``dataChanged`` calls, so views keep
-their expansion and selection while the tree grows. The caller batches: it
-applies the latest tree once per frame, not once per event.
+holds, level by level (:func:`app.ui.row_plan.plan_rows`), and emits the
+minimal ``beginInsertRows``/``endInsertRows``, ``beginRemoveRows``/``endRemoveRows``
+and ``dataChanged`` calls, so views keep their expansion and selection while
+the tree grows. The caller batches: it applies the latest tree once per frame,
+not once per event.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
+from app.ui.row_plan import plan_rows
 from app.ui.tooltips import plain_tooltip
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -95,53 +97,28 @@ class ResearchTreeModel(QAbstractItemModel):
         self._sync_children(self._root, QModelIndex(), tree.children)
 
     def _sync_children(self, item: _Item, index: QModelIndex, wanted: tuple[ViewNode, ...]) -> None:
-        wanted_ids = [node.node_id for node in wanted]
-        wanted_set = set(wanted_ids)
-        # 1. rows that are gone
-        for row in range(len(item.children) - 1, -1, -1):
-            if item.children[row].node_id not in wanted_set:
-                self.beginRemoveRows(index, row, row)
-                self._forget(item.children.pop(row))
-                self.endRemoveRows()
-        # 2. a reorder of existing rows: rebuild from the first mismatch
-        current_ids = [child.node_id for child in item.children]
-        current_set = set(current_ids)
-        kept_order = [node_id for node_id in wanted_ids if node_id in current_set]
-        if kept_order != current_ids:
-            first = next(i for i, (a, b) in enumerate(zip(kept_order, current_ids, strict=False)) if a != b)
-            self.beginRemoveRows(index, first, len(item.children) - 1)
-            for child in item.children[first:]:
+        plan = plan_rows([child.node_id for child in item.children], [node.node_id for node in wanted])
+        for gone in plan.removed:
+            self.beginRemoveRows(index, gone.first, gone.last)
+            for child in item.children[gone.first : gone.last + 1]:
                 self._forget(child)
-            del item.children[first:]
+            del item.children[gone.first : gone.last + 1]
             self.endRemoveRows()
-        # 3. walk the wanted list, inserting runs of new rows and syncing kept ones
-        row = 0
-        while row < len(wanted):
-            node = wanted[row]
-            if row < len(item.children) and item.children[row].node_id == node.node_id:
-                child = item.children[row]
+        for run, inserted in plan.steps():
+            if inserted:
+                self.beginInsertRows(index, run.first, run.last)
+                new = wanted[run.first : run.last + 1]
+                item.children[run.first : run.first] = [self._build(node, item) for node in new]
+                self.endInsertRows()
+                continue
+            for row in run.rows:
+                child, node = item.children[row], wanted[row]
                 if child.cells != node.cells() or child.kind != node.kind:
                     child.cells, child.kind = node.cells(), node.kind
                     left = self.createIndex(row, 0, child)
                     right = self.createIndex(row, len(COLUMNS) - 1, child)
                     self.dataChanged.emit(left, right)
                 self._sync_children(child, self.createIndex(row, 0, child), node.children)
-                row += 1
-                continue
-            existing = self._ids_of(item)
-            end = row
-            while end < len(wanted) and wanted[end].node_id not in existing:
-                end += 1
-            end = max(end, row + 1)
-            self.beginInsertRows(index, row, end - 1)
-            for offset, new in enumerate(wanted[row:end]):
-                item.children.insert(row + offset, self._build(new, item))
-            self.endInsertRows()
-            row = end
-
-    @staticmethod
-    def _ids_of(item: _Item) -> set[str]:
-        return {child.node_id for child in item.children}
 
     def _build(self, node: ViewNode, parent: _Item) -> _Item:
         item = _Item(node.node_id, node.kind, node.cells(), parent)
