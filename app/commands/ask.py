@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from app.research.modes import USER_MODES
+from app.research.run_options import RunOptions
 
 if TYPE_CHECKING:
     from app.core.models import Budget
     from app.core.settings import ResearchSettings
 
 # The tiny starter model loops on long outputs: keep its report short.
-STARTER_OPTIONS = {"report_max_tokens": 400}
+STARTER_OPTIONS = RunOptions(report_max_tokens=400)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -161,11 +162,11 @@ async def _ask(args: argparse.Namespace) -> int:
         except FathomError as exc:
             print(f"No model: {exc}", file=err)
             return 2
-        options: dict[str, Any] = {}
+        options = RunOptions()
         notice = starter_notice(model)
         if notice:
             print(notice, file=err)
-            options = dict(STARTER_OPTIONS)
+            options = STARTER_OPTIONS
         runs = RunStore.open(paths)
         engine = ResearchEngine(model, library, runs)
         stream = engine.run(args.question, mode=mode, scope=scope, budget=budget, options=options, follow_up=prior)

@@ -26,12 +26,8 @@ Searching the library is the context's own (``collections``, ``plan_subquery``,
 ``search``): all sub-queries of a round in one batched call, counted against
 ``max_search_calls``, one ``SearchFinished`` each.
 
-``options`` (free-form, from ``ResearchEngine.run(options=...)``): ``prompt_chars``
-(room for document text per prompt, default 6000), ``report_max_tokens``
-(default 900), ``report_share`` (share of ``max_seconds`` kept for writing the
-report, default 0.2), ``short_answer`` (also extract ``Report.answer``, for
-benchmarks), ``model_votes`` (the research model's verdict joins the claim check;
-default: unless it is the starter model).
+``options`` (:class:`~app.research.run_options.RunOptions`, from
+``ResearchEngine.run(options=...)``): each option with its default and description.
 
 A typical mode::
 
@@ -56,17 +52,16 @@ from app.ingest.library import Library
 from app.llm.base import ChatModel
 from app.llm.starter import is_starter
 from app.research import follow_up
-from app.research.budget import REPORT_SHARE, BudgetTracker, RunAccount
+from app.research.budget import BudgetTracker, RunAccount
 from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
 from app.research.report import ReportWriter
 from app.research.run_events import RunEvents
+from app.research.run_options import RunOptions
 from app.research.snippets import FULL_VIEW, SourceView
 from app.store.vectors import SearchMode
 
 T = TypeVar("T")
-
-DEFAULT_PROMPT_CHARS = 6000  # room for document text in one prompt
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ class RunContext:
         emit: Callable[[ResearchEvent], None],
         scope: Scope | None = None,
         budget: Budget | None = None,
-        options: Mapping[str, Any] | None = None,
+        options: RunOptions | Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
         prior: follow_up.Prior | None = None,
     ) -> None:
@@ -104,12 +99,10 @@ class RunContext:
         self.model = model
         self.library = library
         self.run_id = run_id
-        self.options: dict[str, Any] = dict(options or {})
-        self.prompt_chars = int(self.options.get("prompt_chars", DEFAULT_PROMPT_CHARS))
+        self.options = RunOptions.of(options)
+        self.prompt_chars = self.options.prompt_chars
         self.events = RunEvents(run_id, emit)
-        self.account = RunAccount(
-            self.budget, clock, report_share=float(self.options.get("report_share", REPORT_SHARE))
-        )
+        self.account = RunAccount(self.budget, clock, report_share=self.options.report_share)
         self.calls = ModelCalls(model, self.account, self.events)
         self.evidence = EvidenceRegistry()
         self.report = ReportWriter(
@@ -122,8 +115,8 @@ class RunContext:
             prompt_chars=self.prompt_chars,
             embed=library.embed,
             # the research model's verdict is one more vote, unless it is the starter (a 135M
-            # model passes nearly every claim); options["model_votes"] decides for benchmarks
-            model_votes=bool(self.options.get("model_votes", not is_starter(model))),
+            # model passes nearly every claim); options.model_votes decides for benchmarks
+            model_votes=not is_starter(model) if self.options.model_votes is None else self.options.model_votes,
         )
         self.open_questions: list[str] = []
         self.source_view: SourceView = FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it

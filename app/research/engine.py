@@ -35,6 +35,7 @@ from app.research.context import RunContext
 from app.research.follow_up import Prior
 from app.research.history_writer import RunRecorder
 from app.research.modes import MODES
+from app.research.run_options import RunOptions
 from app.research.scope_check import partial_scope_notice
 from app.store.research_runs import RunStore
 
@@ -121,14 +122,15 @@ class ResearchEngine:
         scope: Scope = DEFAULT_SCOPE,
         budget: Budget = DEFAULT_BUDGET,
         run_id: str | None = None,
-        options: Mapping[str, Any] | None = None,
+        options: RunOptions | Mapping[str, Any] | None = None,
         runner: ModeRunner | None = None,
         follow_up: Prior | None = None,
     ) -> AsyncIterator[ResearchEvent]:
         """Research ``question``; yields events, the last one Finished or Failed.
 
         ``runner`` runs the research instead of ``mode``'s (a benchmark's variant,
-        recorded under the name ``mode``). ``follow_up`` makes the run a follow-up
+        recorded under the name ``mode``). ``options``: :class:`RunOptions` (a mapping of
+        option names is taken too; a name that is not an option is refused). ``follow_up`` makes the run a follow-up
         question of that thread (:mod:`app.research.follow_up`)."""
         run_id = run_id or new_run_id()
         queue: asyncio.Queue[Any] = asyncio.Queue()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from app.core.events import CitationChecked, ReportDelta, ReportStarted
@@ -36,10 +36,10 @@ from app.research.model_calls import ModelCalls
 from app.research.name_citations import cite_names
 from app.research.quote_choice import Picked, rested_on
 from app.research.run_events import RunEvents
+from app.research.run_options import RunOptions
 from app.research.snippets import SourceView, evidence_excerpts, focused
 from app.research.writer_evidence import chain_focus, passages_of, writer_numbers
 
-REPORT_MAX_TOKENS = 900
 REPORT_NODE = "report"
 NO_EVIDENCE = "No passage in the searched collections was found relevant to this question."
 
@@ -280,7 +280,7 @@ class ReportWriter:
         events: RunEvents,
         account: RunAccount,
         *,
-        options: Mapping[str, Any],
+        options: RunOptions,
         prompt_chars: int,
         embed: Embed | None = None,
         model_votes: bool = True,
@@ -314,7 +314,7 @@ class ReportWriter:
         run_id = self.events.run_id
         self.account.finishing = True
         findings: list[tuple[int, str]] = []
-        if self.options.get("findings", True) and len(self.evidence):
+        if self.options.findings and len(self.evidence):
             findings = await self._findings(view)
         self.events.phase(phases.WRITE, phases.WRITING, node_id=REPORT_NODE)
         self.events.emit(ReportStarted(run_id=run_id))
@@ -330,7 +330,7 @@ class ReportWriter:
             return guard.feed(text)
 
         if len(self.evidence):
-            max_tokens = int(self.options.get("report_max_tokens", REPORT_MAX_TOKENS))
+            max_tokens = self.options.report_max_tokens
             if findings:
                 messages = findings_report_messages(self.question, self.evidence, findings, guidance, self.earlier)
             else:
@@ -393,7 +393,7 @@ class ReportWriter:
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
         answer_from: list[int] = []
         says_it = answerable is None or answerable.answered  # a report that does not answer gives no short answer
-        if not answer and self.options.get("short_answer") and len(self.evidence) and says_it:
+        if not answer and self.options.short_answer and len(self.evidence) and says_it:
             trusted = cit.without_flagged(body)  # the short answer never rests on a flagged sentence
             if findings:  # the report quotes the passages it rests on: it is all the answer reads
                 answer_from = [n for n, _ in findings]

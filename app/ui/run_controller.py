@@ -27,6 +27,7 @@ from app.core.events import Failed, Finished, ResearchEvent, RunStarted
 from app.core.models import Chunk, Evidence
 from app.export.content import ReportContent
 from app.export.exporter import export
+from app.research.run_options import RunOptions
 from app.ui.exporters import render_pdf
 from app.ui.formatting import duration
 from app.ui.run_presenter import RunPresenter
@@ -66,7 +67,7 @@ class RunController(QObject):
         self.services = services
         self.presenter = presenter
         self.tasks = tasks
-        self.run_options: dict[str, Any] = {}  # engine options for every run (benchmarks, tests)
+        self.run_options = RunOptions()  # engine options for every run (benchmarks, tests)
         self._run_task: asyncio.Task[Any] | None = None
         self._stopping = False  # Stop was asked for the current run
         self._engine: ResearchEngine | None = None
@@ -138,7 +139,7 @@ class RunController(QObject):
                 scope=scope,
                 budget=budget,
                 run_id=self._run_id,
-                options=self.run_options or None,
+                options=self.run_options,
                 follow_up=prior,
             )
             async for event in stream:

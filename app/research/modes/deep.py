@@ -6,7 +6,7 @@ description (only when there are several) → search all sub-queries of a round
 in one batched hybrid call → judge the hits with ONE call per sub-query (ranked;
 when the model rejects everything the top hits are kept) → bridge hop: follow
 the names in the round's best new evidence with rule-written queries, searched
-in one batched call and judged in ONE call (``options["bridge_queries"]``,
+in one batched call and judged in ONE call (``options.bridge_queries``,
 on by default) → reflect: stop, or
 up to 3 new gap queries that are not repeats → repeat until done or a budget
 runs out → write the cited report. The judge, the reflection and the report
@@ -365,7 +365,7 @@ async def run_mode(ctx: RunContext) -> Report:
             queries = []
             known = len(ctx.evidence)
             await judge_round(ctx, subqueries, results, verdicts=verdicts, grouped=True)
-            if ctx.options.get("bridge_queries", True):
+            if ctx.options.bridge_queries:
                 ctx.check_budget()
                 found = [chunk for _, chunk in ctx.evidence.chunks()[known:]]  # this round's, best first
                 searched += await bridge_hop(ctx, round_node, round_no, found, seen, verdicts)

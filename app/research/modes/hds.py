@@ -15,8 +15,8 @@ original question too, and a turn that neither searches nor answers is read
 as a request to search the question (a tiny model's nonsense never ends the
 run). The cited report is written from the evidence, with the answer on top.
 
-BM25 suits generated queries well; the search mode is ``options["hds_search_mode"]``
-(``hybrid`` by default, or ``bm25`` / ``dense``); ``options["hds_turn_tokens"]`` caps a turn.
+BM25 suits generated queries well; the search mode is ``options.hds_search_mode``
+(``hybrid`` by default, or ``bm25`` / ``dense``); ``options.hds_turn_tokens`` caps a turn.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from app.research.hds_protocol import (
     strip_protocol,
 )
 
-TURN_TOKENS = 512
 FINAL_TOKENS = 256
 HITS_PER_QUERY = 3
 CHARS_PER_HIT = 500
@@ -90,7 +89,7 @@ async def _turn(
     ctx: RunContext, log: str, status: tuple[str, str], extra: str = "", max_tokens: int | None = None
 ) -> str:
     """One turn of the model; ``status`` (phase, text) is what the status line says meanwhile."""
-    limit = max_tokens or int(ctx.options.get("hds_turn_tokens", TURN_TOKENS))
+    limit = max_tokens or ctx.options.hds_turn_tokens
     text = await ctx.call_text(HDS_NODE, _messages(ctx, log, extra), temperature=0.1, max_tokens=limit, phase=status)
     reasoning, _ = split_think(text)
     if reasoning:
@@ -103,9 +102,7 @@ async def _search(
 ) -> str:
     """Search the queries in one batched call (``top_k`` hits each; by default
     :data:`HITS_PER_QUERY`, within the budget's); every hit becomes evidence; the results block."""
-    mode: Any = ctx.options.get("hds_search_mode", "hybrid")
-    if mode not in ("hybrid", "bm25", "dense"):
-        mode = "hybrid"
+    mode = ctx.options.hds_search_mode
     subqueries = [
         ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin=o)
         for q, o in zip(queries, origins, strict=True)

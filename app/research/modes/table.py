@@ -39,8 +39,6 @@ from app.research.sentence_markers import mark_sentences, parse_ranges, quote_fo
 
 MAX_COLUMNS = 5
 MAX_ENTITIES_PER_CHUNK = 6
-DEFAULT_MAX_CHUNKS = 10  # chunks read for mentions (one model call each)
-DEFAULT_MAX_ROWS = 8  # entities enriched (one model call each)
 CHUNKS_PER_ENTITY = 3
 CELL_CHARS = 900
 MARKED_CHARS = 2400
@@ -269,8 +267,8 @@ def _table_markdown(ctx: RunContext, table: EntityTable) -> str:
 
 
 async def run_mode(ctx: RunContext) -> Report:
-    max_chunks = int(ctx.options.get("table_max_chunks", DEFAULT_MAX_CHUNKS))
-    max_rows = int(ctx.options.get("table_max_rows", DEFAULT_MAX_ROWS))
+    max_chunks = ctx.options.table_max_chunks
+    max_rows = ctx.options.table_max_rows
     entity_type, columns = "entity", ["description"]
     entities: list[MergedEntity] = []
     rows: list[tuple[str, tuple[TableCell, ...]]] = []
