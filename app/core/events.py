@@ -27,6 +27,7 @@ from app.core.models import (
     EntityTable,
     Evidence,
     Hit,
+    IngestCounts,
     Report,
     Usage,
 )
@@ -307,12 +308,6 @@ class IngestProgress(IngestEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class IngestFinished(IngestEvent):
-    indexed: int
-    unchanged: int
-    skipped: int
-    failed: int
-    removed: int
-    chunks: int
+class IngestFinished(IngestEvent, IngestCounts):
     elapsed_s: float
     failures: tuple[tuple[str, str], ...] = ()  # (path, reason)

@@ -5,7 +5,7 @@ Plain frozen dataclasses: no behaviour beyond small derived properties, no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 
@@ -243,6 +243,36 @@ class Report:
     # False: the documents found do not answer the question, and the report says so first;
     # None: not judged (a partial report, or one from an earlier Fathom)
     answered: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestCounts:
+    """An ingest run's files by how they ended, and the chunks it wrote: one type for
+    the run's tally, its IngestFinished event and its row in the catalog."""
+
+    indexed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    removed: int = 0
+    chunks: int = 0
+
+    @property
+    def done(self) -> int:
+        """Files done, however they ended."""
+        return self.indexed + self.unchanged + self.skipped + self.failed + self.removed
+
+    def counted(self, status: str, chunks: int = 0) -> IngestCounts:
+        """These counts and one more file that ended as ``status`` (``chunks`` written if indexed)."""
+        if status == "indexed":
+            return replace(self, indexed=self.indexed + 1, chunks=self.chunks + chunks)
+        if status in ("unchanged", "skipped", "failed", "removed"):
+            return replace(self, **{status: getattr(self, status) + 1})
+        return self
+
+    def counts(self) -> IngestCounts:
+        """Just the counts (of an event or a catalog row that carries them)."""
+        return IngestCounts(**{f.name: getattr(self, f.name) for f in fields(IngestCounts)})
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,14 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from app.core.errors import CollectionNotFound
-from app.core.models import Collection, Document, DocumentStatus
+from app.core.models import Collection, Document, DocumentStatus, IngestCounts
 from app.store.sqlite_errors import open_error
 
 _COLLECTIONS = "collections"
@@ -42,21 +42,16 @@ _RUNS = "ingest_runs"
 DAMAGED_HINT = "Move it away to start an empty catalog; the documents will need to be added again."
 ACTIVE = "active"  # a collection in use
 REMOVING = "removing"  # a collection being removed: hidden, and its removal is finished at the next start
+COUNT_NAMES = tuple(f.name for f in fields(IngestCounts))  # an ingest run's count columns
 
 
-@dataclass(frozen=True)
-class IngestRun:
+@dataclass(frozen=True, kw_only=True)
+class IngestRun(IngestCounts):
     run_id: int
     collection: str
     started: float
     finished: float | None
     status: str  # running | finished | cancelled | failed | interrupted
-    indexed: int = 0
-    unchanged: int = 0
-    skipped: int = 0
-    failed: int = 0
-    removed: int = 0
-    chunks: int = 0
 
 
 class Catalog:
@@ -398,9 +393,9 @@ class Catalog:
             table.insert({"collection": collection, "started": time.time(), "status": "running"})
             return int(table.last_pk or 0)
 
-    def finish_run(self, run_id: int, status: str, **counts: int) -> None:
+    def finish_run(self, run_id: int, status: str, counts: IngestCounts) -> None:
         with self.transaction():
-            self.db.table(_RUNS).update(run_id, {"finished": time.time(), "status": status, **counts})
+            self.db.table(_RUNS).update(run_id, {"finished": time.time(), "status": status, **asdict(counts)})
 
     def interrupted_collections(self) -> set[str]:
         """Collections whose ingest was still 'running' (cut short by a crash or a kill);
@@ -437,12 +432,7 @@ class Catalog:
                     started=row["started"],
                     finished=row["finished"],
                     status=row["status"],
-                    indexed=row["indexed"] or 0,
-                    unchanged=row["unchanged"] or 0,
-                    skipped=row["skipped"] or 0,
-                    failed=row["failed"] or 0,
-                    removed=row["removed"] or 0,
-                    chunks=row["chunks"] or 0,
+                    **{name: row[name] or 0 for name in COUNT_NAMES},
                 )
                 for row in self.db.query(sql, params)
             ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from app.core import events as ev
 from app.core.models import (
     Budget,
@@ -11,6 +13,7 @@ from app.core.models import (
     Evidence,
     EvidenceStatus,
     Hit,
+    IngestCounts,
     Report,
     TableCell,
     Usage,
@@ -75,3 +78,12 @@ def test_usage_adds_up() -> None:
     total = Usage(10, 5, 1.0, "a") + Usage(3, 2, 0.5, "b")
     assert (total.prompt_tokens, total.completion_tokens, total.calls) == (13, 7, 2)
     assert total.total_tokens == 20 and total.model == "a,b"
+
+
+def test_an_ingest_s_counts_are_one_type_from_tally_to_event_to_catalog_row() -> None:
+    counts = IngestCounts().counted("indexed", 4).counted("indexed", 2).counted("failed").counted("unchanged")
+    assert counts == IngestCounts(indexed=2, chunks=6, failed=1, unchanged=1) and counts.done == 4
+    assert counts.counted("no such status") == counts
+    finished = ev.IngestFinished(collection="c", elapsed_s=1.0, **dataclasses.asdict(counts))
+    assert finished.counts() == counts
+    assert ev.event_from_dict(ev.event_to_dict(finished)) == finished

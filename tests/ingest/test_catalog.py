@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.core.errors import CollectionNotFound
-from app.core.models import Document, DocumentStatus
+from app.core.models import Document, DocumentStatus, IngestCounts
 from app.store.catalog import Catalog
 
 
@@ -71,7 +71,7 @@ def test_writes_from_many_threads_all_land(tmp_path: Path) -> None:
 def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
     done = catalog.start_run("c")
-    catalog.finish_run(done, "finished", indexed=3, chunks=9)
+    catalog.finish_run(done, "finished", IngestCounts(indexed=3, chunks=9))
     catalog.start_run("c")  # never finished: the process died
     assert catalog.mark_interrupted_runs() == 1
     runs = catalog.runs("c")

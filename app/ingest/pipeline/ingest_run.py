@@ -152,7 +152,7 @@ class _Run:
             t = self.progress.tally
             await asyncio.get_running_loop().run_in_executor(
                 self.p.store_executor,
-                lambda: self.p.catalog.finish_run(run_id, status, **t.counts()),
+                lambda: self.p.catalog.finish_run(run_id, status, t.counts),
             )
 
     async def _main(self) -> None:

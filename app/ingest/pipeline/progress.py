@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TypedDict
 
 from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
+from app.core.models import IngestCounts
 
 PROGRESS_INTERVAL_S = 0.25  # at most this often an IngestProgress
 # no time left is said until the rate rests on this many files and seconds after the first
@@ -18,54 +18,17 @@ ETA_MIN_FILES = 5
 ETA_MIN_S = 10.0
 
 
-class Counts(TypedDict):
-    """A run's files by how they ended, and the chunks written."""
-
-    indexed: int
-    unchanged: int
-    skipped: int
-    failed: int
-    removed: int
-    chunks: int
-
-
 @dataclass
 class Tally:
-    indexed: int = 0
-    unchanged: int = 0
-    skipped: int = 0
-    failed: int = 0
-    removed: int = 0
-    chunks: int = 0
+    """One run's counts so far, and why each failed file failed."""
+
+    counts: IngestCounts = field(default_factory=IngestCounts)
     failures: list[tuple[str, str]] = field(default_factory=list)
 
-    @property
-    def done(self) -> int:
-        return self.indexed + self.unchanged + self.skipped + self.failed + self.removed
-
-    def counts(self) -> Counts:
-        return Counts(
-            indexed=self.indexed,
-            unchanged=self.unchanged,
-            skipped=self.skipped,
-            failed=self.failed,
-            removed=self.removed,
-            chunks=self.chunks,
-        )
-
     def count(self, path: str, status: str, chunks: int, reason: str) -> None:
-        if status == "indexed":
-            self.indexed += 1
-            self.chunks += chunks
-        elif status == "unchanged":
-            self.unchanged += 1
-        elif status == "skipped":
-            self.skipped += 1
-        elif status == "failed":
-            self.failed += 1
+        self.counts = self.counts.counted(status, chunks)
+        if status == "failed":
             self.failures.append((path, reason))
-        elif status == "removed":
-            self.removed += 1
 
 
 class Progress:
@@ -156,9 +119,9 @@ class Progress:
         self.emit(
             IngestProgress(
                 collection=self.collection,
-                done_files=self.tally.done,
+                done_files=self.tally.counts.done,
                 total_files=self.total,
-                chunks=self.tally.chunks,
+                chunks=self.tally.counts.chunks,
                 current=self.current,
                 ocr=self.ocr,
                 files_per_s=rate,
@@ -185,7 +148,7 @@ class Progress:
         self.emit(
             IngestFinished(
                 collection=self.collection,
-                **t.counts(),
+                **asdict(t.counts),
                 elapsed_s=time.monotonic() - self.started,
                 failures=tuple(t.failures),
             )
