@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from app.core.codec import from_jsonable, to_jsonable
 from app.core.models import (
@@ -33,6 +33,12 @@ from app.core.models import (
 )
 
 ROOT_NODE = "root"
+
+# where a sub-query came from: the first decomposition, a gap found by reflection, a bridge
+# between two hops, a plan's step, the question itself, an HDS turn, table mode
+SubQueryOrigin = Literal["decompose", "gap", "bridge", "plan", "original", "hds", "table"]
+NoticeLevel = Literal["info", "warning"]
+FileStatus = Literal["indexed", "unchanged", "skipped", "failed", "removed"]  # how a file of an ingest ended
 
 # The version of the stored form. Raise it when a change would make older code
 # misread a new event (a field renamed, a meaning changed), and teach
@@ -135,7 +141,7 @@ class SubQueryPlanned(ResearchEvent):
     text: str
     collections: tuple[str, ...] = ()
     round_no: int = 0
-    origin: str = "decompose"  # decompose | gap | bridge | plan | original | hds | table
+    origin: SubQueryOrigin = "decompose"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,7 +221,7 @@ class Notice(ResearchEvent):
     """Something worth telling the user that does not stop the run."""
 
     message: str
-    level: str = "info"  # info | warning
+    level: NoticeLevel = "info"
     node_id: str = ROOT_NODE
 
 
@@ -287,7 +293,7 @@ class FileStarted(IngestEvent):
 @dataclass(frozen=True, kw_only=True)
 class FileDone(IngestEvent):
     path: str
-    status: str  # indexed | unchanged | skipped | failed | removed
+    status: FileStatus
     chunks: int = 0
     reason: str = ""
 

@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_origin, get_type_hints
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _fits(kind: Any, value: Any, allowed: Allowed) -> bool:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif kind is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    elif kind is str:
+    elif kind is str or get_origin(kind) is Literal:
         return isinstance(value, str) and (not allowed.choices or value in allowed.choices)
     else:
         return True

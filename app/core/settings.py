@@ -15,7 +15,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import tomli_w
 
@@ -25,7 +25,11 @@ from app.core.options import check_values, option
 
 SETTINGS_VERSION = 1
 # the research modes (app/research/modes; core cannot import research: a test keeps them equal)
-RESEARCH_MODES = ("deep", "plan", "table", "hds", "quick")
+ResearchMode = Literal["deep", "plan", "table", "hds", "quick"]
+RESEARCH_MODES: tuple[ResearchMode, ...] = get_args(ResearchMode)
+ModelBackend = Literal["auto", "llamacpp", "ollama", "openai"]  # auto: Ollama if it runs, else llama.cpp
+EmbeddingBackend = Literal["onnx", "ollama", "openai"]
+Theme = Literal["system", "light", "dark"]
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,7 @@ class OpenAISettings:
 
 @dataclass(frozen=True)
 class ModelSettings:
-    backend: str = option(
-        "auto", choices=("auto", "llamacpp", "ollama", "openai"), help="the research model's back end"
-    )
+    backend: ModelBackend = option("auto", choices=get_args(ModelBackend), help="the research model's back end")
     temperature: float = option(0.2, low=0.0, high=2.0, help="the research model's sampling temperature")
     timeout_s: float = option(300.0, low=1, high=86_400, help="seconds one model call may take")
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
@@ -69,8 +71,8 @@ class ModelsSettings:
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    backend: str = option(
-        "onnx", choices=("onnx", "ollama", "openai"), help="onnx: the bundled all-MiniLM-L6-v2; or a server's model"
+    backend: EmbeddingBackend = option(
+        "onnx", choices=get_args(EmbeddingBackend), help="onnx: the bundled all-MiniLM-L6-v2; or a server's model"
     )
     model: str = "all-MiniLM-L6-v2"  # for ollama/openai: the server's embedding model (e.g. nomic-embed-text)
     base_url: str = ""  # ollama/openai server; empty: model.ollama.host or model.openai.base_url
@@ -102,7 +104,7 @@ class IngestSettings:
 
 @dataclass(frozen=True)
 class ResearchSettings:
-    mode: str = option("deep", choices=RESEARCH_MODES, help="the research mode a question gets")
+    mode: ResearchMode = option("deep", choices=RESEARCH_MODES, help="the research mode a question gets")
     max_rounds: int = option(3, low=1, high=100, help="most research rounds")
     max_subqueries: int = option(4, low=1, high=100, help="most sub-queries in a round")
     max_search_calls: int = option(24, low=1, high=10_000, help="most searches in a run")
@@ -114,7 +116,7 @@ class ResearchSettings:
 
 @dataclass(frozen=True)
 class UiSettings:
-    theme: str = option("system", choices=("system", "light", "dark"), help="the window's colours")
+    theme: Theme = option("system", choices=get_args(Theme), help="the window's colours")
     first_run_done: bool = False
     dismissed_model_notice: str = ""  # the model whose notice was dismissed (another model's shows again)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from app.model_files.machine_speed import Speed
 
@@ -36,9 +37,12 @@ class Machine:
         )
 
 
+Verdict = Literal["fits", "tight", "too big", "unknown"]
+
+
 @dataclass(frozen=True)
 class Fit:
-    verdict: str  # "fits" | "tight" | "too big" | "unknown"
+    verdict: Verdict
     reason: str
 
     @property

@@ -46,7 +46,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from app.core.events import ROOT_NODE, EvidenceAdded, ResearchEvent, RoundStarted, SearchFinished, SubQueryPlanned
+from app.core.events import (
+    ROOT_NODE,
+    EvidenceAdded,
+    ResearchEvent,
+    RoundStarted,
+    SearchFinished,
+    SubQueryOrigin,
+    SubQueryPlanned,
+)
 from app.core.models import Budget, Chunk, Collection, Evidence, Hit, Report, Scope, SubQuery, Usage
 from app.ingest.library import Library
 from app.llm.base import ChatModel
@@ -172,7 +180,7 @@ class RunContext:
         *,
         parent_id: str,
         round_no: int = 0,
-        origin: str = "decompose",
+        origin: SubQueryOrigin = "decompose",
         collections: Sequence[str] = (),
     ) -> SubQuery:
         """Make a sub-query node and emit SubQueryPlanned."""

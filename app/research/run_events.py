@@ -18,6 +18,7 @@ from app.core.events import (
     ROOT_NODE,
     EvidenceAdded,
     Notice,
+    NoticeLevel,
     PhaseChanged,
     ReasoningDelta,
     ResearchEvent,
@@ -56,7 +57,7 @@ class RunEvents:
     def new_node_id(self, prefix: str = "n") -> str:
         return f"{prefix}{next(self._ids)}"
 
-    def notice(self, message: str, *, level: str = "info", node_id: str = ROOT_NODE) -> None:
+    def notice(self, message: str, *, level: NoticeLevel = "info", node_id: str = ROOT_NODE) -> None:
         self.emit(Notice(run_id=self.run_id, message=message, level=level, node_id=node_id))
 
     def phase(

@@ -34,7 +34,7 @@ class RunOptions:
     table_max_chunks: int = option(10, low=1, help="table: chunks read for mentions (one model call each)")
     table_max_rows: int = option(8, low=1, help="table: entities enriched (one model call each)")
     hds_turn_tokens: int = option(512, low=1, help="hds: the longest turn of the model, in tokens")
-    hds_search_mode: SearchMode = option(  # noqa: RUF009 (a str, immutable: ruff cannot see through the alias)
+    hds_search_mode: SearchMode = option(
         "hybrid", choices=("hybrid", "bm25", "dense"), help="hds: how its searches rank"
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from app.core.events import (
     ROOT_NODE,
@@ -43,13 +43,21 @@ from app.core.events import (
 REPORT_NODE = "report"
 
 
+# what a node of the research tree is: the run, a follow-up's branch, a round of searches,
+# one sub-query, a chunk it found, a reflection, a plan, the report
+NodeKind = Literal["run", "followup", "round", "subquery", "chunk", "reflection", "plan", "report"]
+# a run or follow-up: running, finished, failed, cancelled; a chunk: relevant, irrelevant or
+# not judged (""); a reflection: done or not ("")
+NodeStatus = Literal["", "running", "finished", "failed", "cancelled", "relevant", "irrelevant", "done"]
+
+
 @dataclass
 class TreeNode:
     node_id: str
-    kind: str
+    kind: NodeKind
     label: str
     parent_id: str | None = None
-    status: str = ""  # run: running/finished/failed/cancelled; chunk: relevant/irrelevant/""
+    status: NodeStatus = ""
     detail: dict[str, Any] = field(default_factory=dict)
     reasoning: str = ""
     notices: list[str] = field(default_factory=list)

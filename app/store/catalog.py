@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import sqlite_utils
 
@@ -42,6 +42,7 @@ _RUNS = "ingest_runs"
 DAMAGED_HINT = "Move it away to start an empty catalog; the documents will need to be added again."
 ACTIVE = "active"  # a collection in use
 REMOVING = "removing"  # a collection being removed: hidden, and its removal is finished at the next start
+IngestRunStatus = Literal["running", "finished", "cancelled", "failed", "interrupted"]
 COUNT_NAMES = tuple(f.name for f in fields(IngestCounts))  # an ingest run's count columns
 
 
@@ -51,7 +52,7 @@ class IngestRun(IngestCounts):
     collection: str
     started: float
     finished: float | None
-    status: str  # running | finished | cancelled | failed | interrupted
+    status: IngestRunStatus
 
 
 class Catalog:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import sqlite_utils
 
@@ -47,6 +47,9 @@ EVENTS = "research_events"
 EVIDENCE = "research_evidence"
 
 
+RunStatus = Literal["running", "finished", "failed", "cancelled"]  # a research run's state
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """One past run, as listed in history."""
@@ -54,7 +57,7 @@ class RunSummary:
     run_id: str
     question: str
     mode: str
-    status: str  # running | finished | failed | cancelled
+    status: RunStatus
     stop_reason: str = ""
     model: str = ""
     collections: tuple[str, ...] = ()
@@ -456,7 +459,7 @@ def _summary(row: dict[str, Any]) -> RunSummary:
         run_id=_text(row.get("run_id")),
         question=_text(row.get("question")),
         mode=_text(row.get("mode")),
-        status=_text(row.get("status")),
+        status=cast(RunStatus, _text(row.get("status"))),  # as stored (a damaged row: another word)
         stop_reason=_text(row.get("stop_reason")),
         model=_text(row.get("model")),
         collections=_names(row.get("collections")),

@@ -20,6 +20,7 @@ status line; it changes no tree, and a replayed run has none.
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -47,6 +48,9 @@ from app.ui.tree_adapter import to_view
 from app.ui.tree_model import ResearchTreeModel
 
 FRAME_MS = 50
+
+
+RunState = Literal["idle", "running", "finished", "cancelled", "failed"]  # the run on show
 
 
 class RunPresenter(QObject):
@@ -79,7 +83,7 @@ class RunPresenter(QObject):
         self.started_monotonic: float | None = None
         self.tokens = 0
         self.calls = 0
-        self.state = "idle"  # idle | running | finished | cancelled | failed
+        self.state: RunState = "idle"
         self.stop_reason = ""
         self.message = ""
         self.phase = ""  # what a live run is doing now, for the status line ("" when not known)

@@ -360,7 +360,7 @@ class SettingsDialog(SettingsForm):
         """The settings as the dialog shows them now."""
         s = self._settings
         model = ModelSettings(
-            backend=str(self.backend.currentData()),
+            backend=self.backend.currentData(),  # one of the choices it was filled with
             temperature=round(self.temperature.value(), 3),
             timeout_s=float(self.timeout.value()),
             llamacpp=dataclasses.replace(
@@ -385,7 +385,7 @@ class SettingsDialog(SettingsForm):
             model=model,
             models=dataclasses.replace(s.models, catalog=self.catalog.text().strip()),
             embedding=EmbeddingSettings(
-                backend=str(self.embedding_backend.currentData()),
+                backend=self.embedding_backend.currentData(),
                 model=self.embedding_model.text().strip() or EmbeddingSettings().model,
                 base_url=self.embedding_url.text().strip(),
                 batch_size=s.embedding.batch_size,
@@ -402,7 +402,7 @@ class SettingsDialog(SettingsForm):
                 follow_links_outside=self.links_outside.isChecked(),
             ),
             research=ResearchSettings(
-                mode=str(self.mode.currentData()),
+                mode=self.mode.currentData(),
                 max_rounds=self.max_rounds.value(),
                 max_subqueries=self.max_subqueries.value(),
                 max_search_calls=self.max_search_calls.value(),
@@ -411,7 +411,7 @@ class SettingsDialog(SettingsForm):
                 max_concurrent_calls=self.max_concurrent.value(),
                 top_k=self.top_k.value(),
             ),
-            ui=dataclasses.replace(s.ui, theme=str(self.theme.currentData())),
+            ui=dataclasses.replace(s.ui, theme=self.theme.currentData()),
         )
 
     def _url_edited(self) -> None:

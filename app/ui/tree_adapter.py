@@ -12,7 +12,7 @@ from typing import Any
 
 from app.research.tree import TreeNode
 from app.ui.formatting import source_label
-from app.ui.tree_model import ViewNode
+from app.ui.tree_model import ViewNode, ViewStatus
 
 _REASONING_PREVIEW = 90
 
@@ -79,7 +79,8 @@ def _children(node: TreeNode, running: bool, last_round: str | None) -> tuple[Vi
 def _convert(node: TreeNode, running: bool, last_round: str | None) -> ViewNode:
     d: dict[str, Any] = node.detail
     kind = node.kind
-    label, result, source, detail, status = node.label, "", "", "", node.status
+    label, result, source, detail = node.label, "", "", ""
+    status: ViewStatus = node.status
     if kind == "round":
         subqueries = sum(1 for c in node.children if c.kind == "subquery")
         result = f"{subqueries} sub-quer{'y' if subqueries == 1 else 'ies'}"

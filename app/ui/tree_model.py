@@ -13,11 +13,12 @@ not once per event.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
+from app.research.tree import NodeKind, NodeStatus
 from app.ui.row_plan import plan_rows
 from app.ui.tooltips import plain_tooltip
 
@@ -46,17 +47,23 @@ STATUS_COLOURS = {
 }
 
 
+# a row of the tree: a node of the research tree, or the window's own root, a model's
+# reasoning and a notice
+ViewKind = NodeKind | Literal["root", "reasoning", "notice"]
+ViewStatus = NodeStatus | Literal["warning", "info"]
+
+
 @dataclass(frozen=True)
 class ViewNode:
     """One row of the tree as the window shows it."""
 
     node_id: str
-    kind: str  # root | round | subquery | chunk | reflection | plan | step | reasoning | notice | ...
+    kind: ViewKind
     label: str
     result: str = ""
     source: str = ""
     detail: str = ""  # the full text, shown in the detail pane and as tooltip
-    status: str = ""  # running | done | relevant | irrelevant | failed | warning | cancelled | info
+    status: ViewStatus = ""
     children: tuple[ViewNode, ...] = ()
 
     def cells(self) -> tuple[str, str, str, str, str]:

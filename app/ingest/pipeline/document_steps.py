@@ -9,11 +9,15 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from app.core.events import FileStatus
 from app.core.models import Document, DocumentStatus
 from app.ingest.pipeline.job import Job, document_without_chunks, indexed_write
 from app.ingest.pipeline.progress import Progress
 from app.ingest.scan import ScannedFile
 from app.store.ledger import Ledger
+
+# how a file left without chunks ended, as its ingest run counts it
+ENDED_AS: dict[DocumentStatus, FileStatus] = {DocumentStatus.FAILED: "failed", DocumentStatus.SKIPPED: "skipped"}
 
 T = TypeVar("T")
 
@@ -76,7 +80,7 @@ class DocumentSteps:
     ) -> None:
         doc = document_without_chunks(self.collection, path, status, reason, scanned_file, content_hash)
         await self.store(self.ledger.settle, self.collection, doc, previous)
-        self.progress.file_done(path, status.value, reason=reason)
+        self.progress.file_done(path, ENDED_AS[status], reason=reason)
 
     async def removed(self, doc: Document) -> None:
         # the file left the disk; its ingest root (when it is this file) stays, so the

@@ -8,7 +8,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
+from app.core.events import (
+    FileDone,
+    FileStarted,
+    FileStatus,
+    IngestEvent,
+    IngestFinished,
+    IngestProgress,
+    IngestStarted,
+)
 from app.core.models import IngestCounts
 
 PROGRESS_INTERVAL_S = 0.25  # at most this often an IngestProgress
@@ -98,7 +106,7 @@ class Progress:
         if self.work_done == 1:
             self.first_done_at = time.monotonic()
 
-    def file_done(self, path: str, status: str, chunks: int = 0, reason: str = "") -> None:
+    def file_done(self, path: str, status: FileStatus, chunks: int = 0, reason: str = "") -> None:
         self.tally.count(path, status, chunks, reason)
         self.emit(FileDone(collection=self.collection, path=path, status=status, chunks=chunks, reason=reason))
         self.update()

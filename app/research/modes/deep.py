@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.events import ChunkJudged, Reflected
+from app.core.events import ChunkJudged, Reflected, SubQueryOrigin
 from app.core.models import Chunk, Hit, Report, SubQuery
 from app.llm.base import Message
 from app.research import phases, prompts
@@ -330,7 +330,9 @@ async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], see
 # -- the loop -------------------------------------------------------------------
 
 
-async def plan_round(ctx: RunContext, queries: Sequence[str], origin: str) -> tuple[str, int, list[SubQuery]]:
+async def plan_round(
+    ctx: RunContext, queries: Sequence[str], origin: SubQueryOrigin
+) -> tuple[str, int, list[SubQuery]]:
     """Start a round and plan its sub-queries, each routed to its collections:
     ``(round node, round number, sub-queries)``."""
     round_node, round_no = ctx.start_round()
@@ -354,7 +356,7 @@ async def run_mode(ctx: RunContext) -> Report:
     verdicts: dict[str, bool] = {}
     searched: list[str] = []
     queries: list[str] = []
-    origin = "decompose"
+    origin: SubQueryOrigin = "decompose"
     try:
         queries = await decompose(ctx, seen, keep_original=True)
         while queries:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.events import ROOT_NODE, ReasoningDelta
+from app.core.events import ROOT_NODE, ReasoningDelta, SubQueryOrigin
 from app.core.models import Hit, Report
 from app.research import phases, prompts
 from app.research.budget import BudgetHit
@@ -98,7 +98,13 @@ async def _turn(
 
 
 async def _search(
-    ctx: RunContext, queries: list[str], round_node: str, round_no: int, origins: list[str], *, top_k: int = 0
+    ctx: RunContext,
+    queries: list[str],
+    round_node: str,
+    round_no: int,
+    origins: list[SubQueryOrigin],
+    *,
+    top_k: int = 0,
 ) -> str:
     """Search the queries in one batched call (``top_k`` hits each; by default
     :data:`HITS_PER_QUERY`, within the budget's); every hit becomes evidence; the results block."""

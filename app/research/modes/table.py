@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.events import ROOT_NODE, ChunkJudged, PlanWritten, TableReady
+from app.core.events import ROOT_NODE, ChunkJudged, PlanWritten, SubQueryOrigin, TableReady
 from app.core.models import Chunk, EntityTable, Hit, Report, TableCell
 from app.research import phases, prompts
 from app.research.budget import BudgetHit
@@ -144,7 +144,7 @@ async def search_wide(ctx: RunContext, parent_id: str, texts: Sequence[str]) -> 
         ctx.check_budget()
         requests = []
         for text in texts[: ctx.tracker.search_calls_left]:
-            origin = "original" if text == ctx.question else "table"
+            origin: SubQueryOrigin = "original" if text == ctx.question else "table"
             sq = ctx.plan_subquery(text, parent_id=parent_id, origin=origin)
             requests.append(SearchRequest(node_id=sq.node_id, text=text))
         if not requests:
