@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from app.research.citations import OPEN_QUESTIONS_HEADING, SOURCES_HEADING
+
 LineKind = Literal["prose", "open", "code", "close"]
 
 _OPENER = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -63,7 +65,7 @@ def classify(lines: list[str]) -> Iterator[tuple[str, LineKind, Fence | None]]:
 
 # Sections the engine appends after the model's text; a code block the model left
 # open must not swallow them.
-_ENGINE_SECTIONS = ("## Sources", "## Open questions")
+_ENGINE_SECTIONS = (SOURCES_HEADING, OPEN_QUESTIONS_HEADING)
 
 
 def balance_fences(markdown: str) -> str:

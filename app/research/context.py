@@ -125,6 +125,7 @@ class RunContext:
             # the research model's verdict is one more vote, unless it is the starter (a 135M
             # model passes nearly every claim); options.model_votes decides for benchmarks
             model_votes=not is_starter(model) if self.options.model_votes is None else self.options.model_votes,
+            earlier_answers=follow_up.earlier_block(prior) if prior is not None else "",
         )
         self.open_questions: list[str] = []
         self.source_view: SourceView = FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it
@@ -250,18 +251,17 @@ class RunContext:
 
     async def take_up_prior(self) -> None:
         """A follow-up starts with its thread's evidence, under the same numbers (a
-        passage the library no longer has is kept as its quote), and its report writer
-        sees the earlier answers."""
+        passage the library no longer has is kept as its quote); its report writer was
+        given the earlier answers when the context was made."""
         if self.prior is None:
             return
-        earlier = self.prior.evidence
-        found = {c.chunk_id: c for c in await self.library.get_chunks([e.chunk_id for e in earlier])}
-        for e in sorted(earlier, key=lambda e: e.number):
+        thread_evidence = self.prior.evidence
+        found = {c.chunk_id: c for c in await self.library.get_chunks([e.chunk_id for e in thread_evidence])}
+        for e in sorted(thread_evidence, key=lambda e: e.number):
             chunk = found.get(e.chunk_id) or Chunk(
                 chunk_id=e.chunk_id, doc_id="", collection=e.collection, path=e.path, text=e.quote, title=e.title
             )
             self.evidence.restore(e, chunk)
-        self.report.earlier = follow_up.earlier_block(self.prior)
 
     def earlier_prompt(self) -> tuple[str, str]:
         """For a follow-up's first planning prompt: (a system rule, the fenced earlier

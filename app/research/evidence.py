@@ -30,7 +30,7 @@ class EvidenceRegistry:
         self._by_chunk: dict[str, int] = {}
         self._chunks: dict[str, Chunk] = {}
         self._groups: dict[int, str] = {}  # what ``spread`` groups by, when not the sub-query
-        self.earlier = 0  # evidence 1..earlier came from an earlier run (a follow-up's thread)
+        self.carried_over = 0  # evidence 1..carried_over came from an earlier run (a follow-up's thread)
         self._standing: dict[str, float] = {}  # chunk id -> its search standing (see note_ranks)
 
     def __len__(self) -> int:
@@ -67,7 +67,7 @@ class EvidenceRegistry:
         self._by_chunk[evidence.chunk_id] = evidence.number
         self._chunks[evidence.chunk_id] = chunk
         self._groups[evidence.number] = ""
-        self.earlier = max(self.earlier, evidence.number)
+        self.carried_over = max(self.carried_over, evidence.number)
 
     def note_ranks(self, hits: Sequence[Hit]) -> None:
         """Count one search's ranking (best first) into each chunk's standing: 1 for a

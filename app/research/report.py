@@ -102,9 +102,14 @@ WRITER_RULES = (
 
 
 def report_messages(
-    question: str, evidence: EvidenceRegistry, view: SourceView, guidance: str, prompt_chars: int, earlier: str = ""
+    question: str,
+    evidence: EvidenceRegistry,
+    view: SourceView,
+    guidance: str,
+    prompt_chars: int,
+    earlier_answers: str = "",
 ) -> list[Message]:
-    """The report writer's prompt; ``earlier`` (a follow-up's earlier answers, fenced,
+    """The report writer's prompt; ``earlier_answers`` (a follow-up's earlier answers, fenced,
     with its rule) comes before the documents."""
     numbers = writer_numbers(question, evidence, view.max_sources)
     passages = passages_of(evidence)
@@ -113,8 +118,8 @@ def report_messages(
         evidence_excerpts(question, evidence, view, numbers, focus), max_chars=view.chars, total_chars=prompt_chars
     )
     return [
-        prompts.system(*WRITER_RULES, follow_up.REPORT_RULE if earlier else ""),
-        prompts.user(prompts.question_block(question), earlier, docs, guidance),
+        prompts.system(*WRITER_RULES, follow_up.REPORT_RULE if earlier_answers else ""),
+        prompts.user(prompts.question_block(question), earlier_answers, docs, guidance),
     ]
 
 
@@ -155,7 +160,11 @@ def findings_section(quotes: Sequence[tuple[int, str]]) -> str:
 
 
 def findings_report_messages(
-    question: str, evidence: EvidenceRegistry, findings: Sequence[tuple[int, str]], guidance: str, earlier: str = ""
+    question: str,
+    evidence: EvidenceRegistry,
+    findings: Sequence[tuple[int, str]],
+    guidance: str,
+    earlier_answers: str = "",
 ) -> list[Message]:
     """The report writer's prompt when the passages the answer rests on were picked
     first (:meth:`ReportWriter._findings`): each one's quote, fenced under its id and title."""
@@ -168,9 +177,9 @@ def findings_report_messages(
             "Every sentence must end with the ids of the passages it uses in square brackets, like [2] or "
             "[2, 5], before the full stop. Cite only ids that appear. If the findings do not answer the "
             "question, say so.",
-            follow_up.REPORT_RULE if earlier else "",
+            follow_up.REPORT_RULE if earlier_answers else "",
         ),
-        prompts.user(prompts.question_block(question), earlier, docs, guidance),
+        prompts.user(prompts.question_block(question), earlier_answers, docs, guidance),
     ]
 
 
@@ -199,7 +208,7 @@ def finish_report(
     evidence: Sequence[Evidence],
     checked: Sequence[Citation],
     open_questions: Sequence[str],
-    earlier: int = 0,
+    carried_over: int = 0,
     checked_by: str = "",
 ) -> tuple[str, tuple[Evidence, ...], tuple[Citation, ...], SentenceSupport]:
     """The report's final Markdown (``text``, then Sources and Open questions), its
@@ -207,12 +216,12 @@ def finish_report(
     in order of first citation, and its sentence counts (see the module); ``checked_by``:
     what checked the sentences (empty: nothing independent of the writer).
 
-    A follow-up's evidence 1..``earlier`` (its thread's) keeps its numbers; its new
+    A follow-up's evidence 1..``carried_over`` (its thread's) keeps its numbers; its new
     evidence is numbered after it, cited first."""
     cited = cit.first_cited(text, [e.number for e in evidence])
-    kept = [e.number for e in evidence if e.number <= earlier]
-    fresh = [n for n in cited if n > earlier]
-    order = kept + fresh + [e.number for e in evidence if e.number > earlier and e.number not in set(cited)]
+    kept = [e.number for e in evidence if e.number <= carried_over]
+    fresh = [n for n in cited if n > carried_over]
+    order = kept + fresh + [e.number for e in evidence if e.number > carried_over and e.number not in set(cited)]
     new = {old: i for i, old in enumerate(order, start=1)}
     text = cit.renumber(text, order)
     renumbered = tuple(sorted((dataclasses.replace(e, number=new[e.number]) for e in evidence), key=lambda e: e.number))
@@ -241,7 +250,7 @@ def _renumbered(registry: EvidenceRegistry, final: Sequence[Evidence], numbers: 
 
 
 def _open_questions_section(items: Sequence[str]) -> str:
-    lines = ["## Open questions", ""]
+    lines = [cit.OPEN_QUESTIONS_HEADING, ""]
     lines += [f"- {item}" for item in items] or ["- None noted."]
     return "\n".join(lines)
 
@@ -284,6 +293,7 @@ class ReportWriter:
         prompt_chars: int,
         embed: Embed | None = None,
         model_votes: bool = True,
+        earlier_answers: str = "",
     ) -> None:
         self.question = question
         self.embed = embed  # the library's embedding model: the claim check's sense of meaning
@@ -295,7 +305,7 @@ class ReportWriter:
         self.options = options
         self.prompt_chars = prompt_chars
         self.text = ""
-        self.earlier = ""  # a follow-up's earlier answers, fenced (see app.research.follow_up)
+        self.earlier_answers = earlier_answers  # a follow-up's earlier answers, fenced (app.research.follow_up)
 
     async def write(
         self,
@@ -332,10 +342,17 @@ class ReportWriter:
         if len(self.evidence):
             max_tokens = self.options.report_max_tokens
             if findings:
-                messages = findings_report_messages(self.question, self.evidence, findings, guidance, self.earlier)
+                messages = findings_report_messages(
+                    self.question, self.evidence, findings, guidance, self.earlier_answers
+                )
             else:
                 messages = report_messages(
-                    self.question, self.evidence, view, guidance, self.prompt_chars, earlier=self.earlier
+                    self.question,
+                    self.evidence,
+                    view,
+                    guidance,
+                    self.prompt_chars,
+                    earlier_answers=self.earlier_answers,
                 )
             body = await self.calls.stream_text(REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens)
             body = _drop_question_echo(prompts.strip_echo(body), self.question) or "The model wrote no report text."
@@ -404,7 +421,7 @@ class ReportWriter:
         if findings:
             body = self._quote_rested_on(body, findings, answer if says_it else "")
         markdown, evidence, citations, support = finish_report(
-            head + body, self.evidence.all(), checked, questions, self.evidence.earlier, check.checked_by
+            head + body, self.evidence.all(), checked, questions, self.evidence.carried_over, check.checked_by
         )
         return Report(
             markdown=markdown,
@@ -460,7 +477,7 @@ class ReportWriter:
                 "answer follows from them (a question may need a chain: one document names what another is "
                 "about). Leave out documents that do not help.",
             ),
-            prompts.user(prompts.question_block(self.question), self.earlier, docs),
+            prompts.user(prompts.question_block(self.question), self.earlier_answers, docs),
         ]
         self.events.phase(phases.WRITE, phases.NOTING, node_id=REPORT_NODE)
         value = await self.calls.call_structured(
@@ -538,7 +555,7 @@ class ReportWriter:
             parts.append("\n".join(f"- [{e.number}] {e.quote}" for e in self.evidence.all()))
         questions = _dedup([*open_questions, note])
         markdown, evidence, _, support = finish_report(
-            "\n\n".join(parts), self.evidence.all(), (), questions, self.evidence.earlier
+            "\n\n".join(parts), self.evidence.all(), (), questions, self.evidence.carried_over
         )
         return Report(
             markdown=markdown,

@@ -6,7 +6,7 @@ thread by the library controller). :meth:`LibraryModel.show` then brings the
 model up to date with them on the GUI thread, in slices of at most
 ``SLICE_MS``: collections first (all at once: they are few; the row changes
 planned by :func:`app.ui.row_plan.plan_rows`), then each collection's documents
-— rows that are gone removed, new ones inserted ``CHUNK_ROWS`` at a time,
+— rows that are gone removed, new ones inserted ``ROWS_AT_ONCE`` at a time,
 changed ones signalled with ``dataChanged``, step by step between slices — so a
 view keeps its expansion and selection, and a library of 10,000 documents
 fills in without freezing the window. Every slice leaves the model valid; a
@@ -54,7 +54,7 @@ OFFLINE_MARK = "folder offline"
 DESCRIPTION_TOOLTIP = "Double-click to edit the description (the research engine reads it to route questions)"
 
 SLICE_MS = 8.0  # the longest one slice of an update holds the GUI thread (about)
-CHUNK_ROWS = 200  # documents views are told of at once
+ROWS_AT_ONCE = 200  # documents views are told of at once
 STEP_ROWS = 200  # documents compared between two looks at the clock
 FETCH_ROWS = 200  # documents views are shown at first, and at each show_more() after
 MAX_RUNS = 32  # runs of removed rows removed one by one; more, and the rows from the first on are listed again
@@ -308,7 +308,7 @@ class LibraryModel(QAbstractItemModel):
                 self._changed_documents(item, changed_from, row - 1)
             if row < stop:  # a run of new rows starts here (the kept rows are in wanted's order)
                 end = row + 1
-                limit = len(wanted) if row >= item.fetched else row + CHUNK_ROWS  # unseen rows: all at once
+                limit = len(wanted) if row >= item.fetched else row + ROWS_AT_ONCE  # unseen rows: all at once
                 while end < limit and wanted[end].doc_id not in current_set:
                     end += 1
                 self._insert_documents(item, row, wanted[row:end])
@@ -317,7 +317,7 @@ class LibraryModel(QAbstractItemModel):
         # 5. show views as many rows as before (at least FETCH_ROWS), a chunk at a time
         target = min(len(docs), max(keep_fetched, FETCH_ROWS))
         while item.fetched < target:
-            self._expose(item, min(target, item.fetched + CHUNK_ROWS))
+            self._expose(item, min(target, item.fetched + ROWS_AT_ONCE))
             yield
 
     def _remove_documents(self, item: _Collection, first: int, last: int) -> None:

@@ -453,12 +453,12 @@ class MainWindow(QMainWindow):
 
     # -- export -----------------------------------------------------------
     def choose_export(self, include_consulted: bool = False) -> None:
-        p = self.presenter
-        if not p.report_view.markdown_text().strip() and p.table is None:
+        shown = self.presenter
+        if not shown.report_view.markdown_text().strip() and shown.table is None:
             self.statusBar().showMessage("There is no report to export: run a question or open one from History.", 6000)
             return
-        filters = list(EXPORT_FILTERS.values()) + (list(TABLE_FILTERS.values()) if p.table is not None else [])
-        base = self.services.paths.exports_dir / f"fathom-{p.run_id or 'report'}.md"
+        filters = list(EXPORT_FILTERS.values()) + (list(TABLE_FILTERS.values()) if shown.table is not None else [])
+        base = self.services.paths.exports_dir / f"fathom-{shown.run_id or 'report'}.md"
         path, chosen = QFileDialog.getSaveFileName(self, "Export report", str(base), ";;".join(filters))
         if not path:
             return

@@ -200,15 +200,17 @@ class RunController(QObject):
     def update_status(self) -> None:
         """The status line: what a running run is doing now (its phase, or Stopping…),
         else the run's state; then the counters."""
-        p = self.presenter
-        if self.running and p.state in ("idle", "running"):
-            doing = (p.phase or _STATES["running"]) if p.state == "running" else LOADING
+        shown = self.presenter
+        if self.running and shown.state in ("idle", "running"):
+            doing = (shown.phase or _STATES["running"]) if shown.state == "running" else LOADING
             self.stateText.emit("Stopping…" if self._stopping else doing)
-        elif p.state != "idle" or self.services.library is not None:
-            stopped_early = p.state == "finished" and p.stop_reason not in ("", "completed")
-            self.stateText.emit(f"Finished ({p.stop_reason})" if stopped_early else _STATES.get(p.state, p.state))
-        idle = p.state == "idle"
-        self.counters.emit("" if idle else f"{p.tokens:,} tokens", "" if idle else duration(p.elapsed()))
+        elif shown.state != "idle" or self.services.library is not None:
+            stopped_early = shown.state == "finished" and shown.stop_reason not in ("", "completed")
+            self.stateText.emit(
+                f"Finished ({shown.stop_reason})" if stopped_early else _STATES.get(shown.state, shown.state)
+            )
+        idle = shown.state == "idle"
+        self.counters.emit("" if idle else f"{shown.tokens:,} tokens", "" if idle else duration(shown.elapsed()))
 
     # -- history ----------------------------------------------------------
     async def refresh_history(self) -> None:
@@ -249,15 +251,15 @@ class RunController(QObject):
         written off it, so a large PDF never freezes the window. Raises OSError
         or ValueError when it cannot be written.
         """
-        p = self.presenter
-        report = p.report
+        shown = self.presenter
+        report = shown.report
         content = ReportContent(
-            question=p.question,
-            markdown=p.report_view.markdown_text(),
-            evidence=tuple(p.evidence.values()),
+            question=shown.question,
+            markdown=shown.report_view.markdown_text(),
+            evidence=tuple(shown.evidence.values()),
             support=report.support if report is not None else None,
             citations=report.citations if report is not None else (),
-            table=p.table,
+            table=shown.table,
             provenance=report.provenance if report is not None else None,
         )
         write = functools.partial(export, include_consulted=include_consulted, pdf=render_pdf)

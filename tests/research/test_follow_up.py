@@ -172,7 +172,7 @@ def test_a_follow_up_report_keeps_the_earlier_numbers_and_numbers_its_own_after_
 
     evidence = [Evidence(n, f"c{n}", "q", f"quote {n}", f"/data/{n}.md") for n in (1, 2, 3, 4)]
     text = "The new fact [4]. The earlier fact [1]."
-    markdown, renumbered, _, _ = finish_report(text, evidence, [], [], earlier=2)
+    markdown, renumbered, _, _ = finish_report(text, evidence, [], [], carried_over=2)
     assert [(e.number, e.chunk_id) for e in renumbered] == [(1, "c1"), (2, "c2"), (3, "c4"), (4, "c3")]
     assert markdown.startswith("The new fact [3]. The earlier fact [1].")
     sources = markdown.split("## Sources")[1].split("## Open questions")[0]

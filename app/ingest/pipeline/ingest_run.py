@@ -114,7 +114,7 @@ class IngestPipeline:
 
 class _Run:
     def __init__(self, pipeline: IngestPipeline, collection: str, roots: list[Path]) -> None:
-        self.p = pipeline
+        self.pipeline = pipeline
         self.collection = collection
         self.roots = roots
         self.outbox: asyncio.Queue[IngestEvent | None] = asyncio.Queue()
@@ -131,7 +131,7 @@ class _Run:
         self.room_ahead = asyncio.Event()  # the embedder took chunks: the converter may go on
 
     async def events(self) -> AsyncGenerator[IngestEvent, None]:
-        run_id = await self.steps.store(self.p.catalog.start_run, self.collection)
+        run_id = await self.steps.store(self.pipeline.catalog.start_run, self.collection)
         status = "cancelled"
         main = asyncio.create_task(self._main(), name=f"ingest:{self.collection}")
         main.add_done_callback(lambda _: self.outbox.put_nowait(None))
@@ -149,10 +149,10 @@ class _Run:
         finally:
             if not main.done():
                 await _cancel_and_wait([main])
-            t = self.progress.tally
+            tally = self.progress.tally
             await asyncio.get_running_loop().run_in_executor(
-                self.p.store_executor,
-                lambda: self.p.catalog.finish_run(run_id, status, t.counts),
+                self.pipeline.store_executor,
+                lambda: self.pipeline.catalog.finish_run(run_id, status, tally.counts),
             )
 
     async def _main(self) -> None:
@@ -166,14 +166,20 @@ class _Run:
         """Start the converter workers (in the background, once): only a run with files to
         convert needs them, and starting them costs seconds of a core."""
         if self._warm_up is None:
-            self._warm_up = asyncio.create_task(self.p.converters.start())
+            self._warm_up = asyncio.create_task(self.pipeline.converters.start())
 
     async def _work(self) -> None:
-        known = {d.path: d for d in await asyncio.to_thread(self.p.catalog.documents, self.collection)}
+        known = {doc.path: doc for doc in await asyncio.to_thread(self.pipeline.catalog.documents, self.collection)}
         if not known:  # a new collection: the workers start while we scan
             self._warm_up_converters()
         scanned: ScanResult = await asyncio.to_thread(
-            functools.partial(scan, self.roots, self.p.max_file_mb, ocr=self.p.ocr, links_outside=self.p.links_outside)
+            functools.partial(
+                scan,
+                self.roots,
+                self.pipeline.max_file_mb,
+                ocr=self.pipeline.ocr,
+                links_outside=self.pipeline.links_outside,
+            )
         )
         if any(not looks_unchanged(f, known.get(display_path(f.path))) for f in scanned.files):
             self._warm_up_converters()  # while files are hashed; a re-scan that finds nothing new starts none
@@ -233,7 +239,7 @@ class _Run:
                 self.claimed_hashes.setdefault(content_hash, path)
                 await self.steps.unchanged(path, previous, scanned_file)
                 continue
-            if not self.p.retry_given_up and given_up_before(previous, content_hash):
+            if not self.pipeline.retry_given_up and given_up_before(previous, content_hash):
                 await self.steps.failed(path, scanned_file, previous.error, previous, content_hash)
                 continue
             original = await asyncio.to_thread(duplicate_of, content_hash, path, known, self.claimed_hashes)
@@ -258,7 +264,7 @@ class _Run:
     async def _convert_all(self, jobs: list[Job]) -> None:
         """Convert ``jobs`` in order, a file queued behind each worker's, while fewer
         than ``lookahead`` converted chunks wait for the embedder."""
-        slots = asyncio.Semaphore(self.p.converters.workers + 1)
+        slots = asyncio.Semaphore(self.pipeline.converters.workers + 1)
         converting: set[asyncio.Task[None]] = set()
         failures: list[BaseException] = []
 
@@ -289,7 +295,7 @@ class _Run:
         try:
             self.progress.file_started(job.path)
             try:
-                outcome = await self.p.converters.convert(
+                outcome = await self.pipeline.converters.convert(
                     job.file.path, on_page=functools.partial(self.progress.page_read, job.path)
                 )
             except Exception as exc:  # the pool failed, not the file's reader: said for this file
@@ -314,7 +320,7 @@ class _Run:
         """Keep every embedding thread busy with a call; hand each file on to the
         writer once all its chunks are embedded."""
         loop = asyncio.get_running_loop()
-        threads = self.p.embed_workers
+        threads = self.pipeline.embed_workers
         calls: dict[asyncio.Future[np.ndarray], EmbedCall] = {}
         try:
             while True:
@@ -325,7 +331,9 @@ class _Run:
                     free=threads - len(calls), busy=len(calls), more_coming=self.unconverted > 0
                 ):
                     call = self.batcher.take(size)
-                    future = loop.run_in_executor(self.p.embed_executor, self.p.embedder.embed, call.texts)
+                    future = loop.run_in_executor(
+                        self.pipeline.embed_executor, self.pipeline.embedder.embed, call.texts
+                    )
                     future.add_done_callback(lambda _: self.wake_embedder.set())
                     calls[future] = call
                     self.room_ahead.set()

@@ -80,17 +80,17 @@ async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool = Tr
     cap = max(1, ctx.budget.max_subqueries)
     if cap == 1 and keep_original:  # only the question itself fits: no call needed
         return clean_queries([*ctx.follow_up_queries(1), ctx.question], seen, 1)
-    rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
+    rule, earlier_answers = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
     messages = [
         prompts.system(
             "You plan searches over a private document library.",
             f"Break the user's question into at most {cap} short, self-contained search queries that "
             "together cover everything the question asks. Use the question's own subject and terms. "
             "Do not answer the question.",
-            prompts.DATA_RULE if earlier else "",
+            prompts.DATA_RULE if earlier_answers else "",
             rule,
         ),
-        prompts.user(earlier, prompts.question_block(ctx.question)),
+        prompts.user(earlier_answers, prompts.question_block(ctx.question)),
     ]
     ctx.events.phase(phases.DECOMPOSE, phases.splitting(cap))
     value = await ctx.call_structured("root", messages, decompose_schema(cap), default={"sub_queries": []})

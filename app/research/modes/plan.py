@@ -124,7 +124,7 @@ def plan_steps(value: Any, max_steps: int) -> list[str]:
 
 
 async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
-    rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
+    rule, earlier_answers = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
     messages = [
         prompts.system(
             "You plan research over a private document library.",
@@ -136,7 +136,7 @@ async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
             prompts.DATA_RULE,
             rule,
         ),
-        prompts.user(f"Library overview:\n{view}", earlier, prompts.question_block(ctx.question)),
+        prompts.user(f"Library overview:\n{view}", earlier_answers, prompts.question_block(ctx.question)),
     ]
     ctx.events.phase(phases.PLAN, phases.PLANNING)
     value = await ctx.call_structured("root", messages, plan_schema(max_steps), default={"steps": []})
@@ -158,7 +158,7 @@ async def run_step(
     if not hits:
         return "", False, []
     ctx.events.phase(phases.STEP, phases.step(*place, phases.reading(len(hits)).lower()), node_id=subquery.node_id)
-    earlier = "\n".join(f"Step {n}: {f}" for n, f in sorted(findings.items()) if f)
+    steps_found = "\n".join(f"Step {n}: {f}" for n, f in sorted(findings.items()) if f)
     per = max(200, min(PASSAGE_CHARS, ctx.prompt_chars // len(hits)))
     passages = "\n".join(
         prompts.fence(i, h.chunk.text, max_chars=per, title=h.chunk.title) for i, h in enumerate(hits, 1)
@@ -174,7 +174,7 @@ async def run_step(
         prompts.user(
             prompts.question_block(ctx.question),
             f"This step's search: {prompts.neutralise(subquery.text)}",
-            "Findings of earlier steps:\n" + prompts.fence("findings", earlier) if earlier else "",
+            "Findings of earlier steps:\n" + prompts.fence("findings", steps_found) if steps_found else "",
             passages,
         ),
     ]

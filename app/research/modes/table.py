@@ -103,17 +103,17 @@ async def plan_table(ctx: RunContext) -> tuple[str, list[str], list[str]]:
     """(entity type, columns, search queries); a reply that makes no sense gives a
     one-column table of the question's entities, searched by the question."""
     max_queries = max(1, ctx.budget.max_subqueries - 1)
-    rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
+    rule, earlier_answers = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
     messages = [
         prompts.system(
             "You plan a table that answers the user's question from a private document library.",
             "Name the kind of entity that the table lists (one row per entity), up to "
             f"{MAX_COLUMNS} attribute columns the question asks about, and up to {max_queries} short "
             "search queries that would find such entities. Use the question's own terms.",
-            prompts.DATA_RULE if earlier else "",
+            prompts.DATA_RULE if earlier_answers else "",
             rule,
         ),
-        prompts.user(earlier, prompts.question_block(ctx.question)),
+        prompts.user(earlier_answers, prompts.question_block(ctx.question)),
     ]
     default = {"entity_type": "", "columns": [], "queries": []}
     schema = table_plan_schema(max_queries)
