@@ -46,8 +46,12 @@ def _setup_environment() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fathom", description="Deep research over your own documents, offline.")
-    parser.add_argument("--self-test", action="store_true", help="run a quick end-to-end check and exit")
+    parser = argparse.ArgumentParser(
+        prog="fathom", description="Deep research over your own documents, offline."
+    )
+    parser.add_argument(
+        "--self-test", action="store_true", help="run a quick end-to-end check and exit"
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():

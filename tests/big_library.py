@@ -26,7 +26,9 @@ def fill_library(settings: Settings, paths: AppPaths, collections: dict[str, int
     try:
         written = 0
         for name, documents in collections.items():
-            library.ledger.create_collection(name, f"{documents:,} made-up documents", MINILM_MODEL, MINILM_DIMENSION)
+            library.ledger.create_collection(
+                name, f"{documents:,} made-up documents", MINILM_MODEL, MINILM_DIMENSION
+            )
             batch = [made_up_document(name, i) for i in range(documents)]
             library.catalog.save_documents(batch)
             written += len(batch)

@@ -38,7 +38,9 @@ SHARED_DATA = shared_data_dir()
 
 
 @pytest.fixture(autouse=True)
-def fathom_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def fathom_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """A fresh data dir per test (FATHOM_HOME), so tests never see user data."""
     home = tmp_path_factory.mktemp("fathom-home")
     monkeypatch.setenv("FATHOM_HOME", str(home))
@@ -48,7 +50,9 @@ def fathom_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared test data not found at {SHARED_DATA} (set FATHOM_SHARED_DATA to its folder)")
+        pytest.fail(
+            f"shared test data not found at {SHARED_DATA} (set FATHOM_SHARED_DATA to its folder)"
+        )
     return SHARED_DATA
 
 
@@ -156,7 +160,9 @@ def llama_server(starter_model_path: Path, server_processes: ServerProcesses) ->
     port = free_port()
     command = [str(skulk.binary_path()), "-m", str(starter_model_path), "--host", "127.0.0.1",
                "--port", str(port), "-c", "4096", "-t", "1", "-np", "1"]  # fmt: skip
-    died = server_processes.start("llama-server", command, "/health", port, env=skulk.launch_environment())
+    died = server_processes.start(
+        "llama-server", command, "/health", port, env=skulk.launch_environment()
+    )
     if died is not None:
         tail = server_processes.log("llama-server").read_text(errors="replace")[-200:]
         if died == -signal.SIGILL:

@@ -23,5 +23,7 @@ def export_report(
     provenance: Provenance | None = None,
 ) -> Path:
     """Write the report in the format ``path``'s suffix names (.md, .html, .pdf)."""
-    content = ReportContent(question, markdown, tuple(evidence), support=support, provenance=provenance)
+    content = ReportContent(
+        question, markdown, tuple(evidence), support=support, provenance=provenance
+    )
     return export(content, path, include_consulted=include_consulted, pdf=render_pdf)

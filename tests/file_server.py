@@ -28,7 +28,9 @@ class ServedFile:
     """One path and how the server behaves for it (tests may change fields between calls)."""
 
     source: Path | bytes | None = None
-    cut_after: int | None = None  # send headers for the whole body, then only this many bytes, then close
+    cut_after: int | None = (
+        None  # send headers for the whole body, then only this many bytes, then close
+    )
     cuts: int = 1  # how many GETs are cut (the first ones)
     ignore_range: bool = False  # answer every GET with 200 and the whole file
     status: int = 200  # anything but 200: that status with a short text body
@@ -74,7 +76,9 @@ class FileServer:
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), name="file-server", daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, args=(0.05,), name="file-server", daemon=True
+        )
 
     def add(self, path: str, source: Path | bytes | None = None, **behaviour: Any) -> ServedFile:
         served = ServedFile(source=source, **behaviour)
@@ -87,7 +91,11 @@ class FileServer:
 
     def seen(self, path: str | None = None, method: str | None = None) -> list[SeenRequest]:
         with self.lock:
-            return [r for r in self.requests if (path is None or r.path == path) and (method in (None, r.method))]
+            return [
+                r
+                for r in self.requests
+                if (path is None or r.path == path) and (method in (None, r.method))
+            ]
 
     def start(self) -> FileServer:
         self.thread.start()
@@ -102,7 +110,10 @@ class FileServer:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
@@ -161,7 +172,11 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             if head:
                 return
             cut = served.cut_after is not None and gets <= served.cuts
-            end = min(size, start + served.cut_after) if cut and served.cut_after is not None else size
+            end = (
+                min(size, start + served.cut_after)
+                if cut and served.cut_after is not None
+                else size
+            )
             try:
                 self._send_body(served, start, end)
             except OSError:  # the client went away (cancel): nothing to answer

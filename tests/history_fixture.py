@@ -19,7 +19,9 @@ from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DUMP = FIXTURES / "history_v0.sql.gz"
-EXPECTED: dict[str, dict[str, Any]] = json.loads((FIXTURES / "history_v0_expected.json").read_text(encoding="utf-8"))
+EXPECTED: dict[str, dict[str, Any]] = json.loads(
+    (FIXTURES / "history_v0_expected.json").read_text(encoding="utf-8")
+)
 DEEP_RUN = "20261202-052349-b0142b"
 TABLE_RUN = "20261202-052246-e1ae43"
 STOPPED_RUN = "20261202-052408-ab65ec"
@@ -38,7 +40,9 @@ def restore(target: Path) -> Path:
 
 def outline(tree: Any) -> list[list[Any]]:
     """(node id, kind, label, status, parent, notices) of every node, depth first."""
-    return [[n.node_id, n.kind, n.label, n.status, n.parent_id, len(n.notices)] for n in tree.walk()]
+    return [
+        [n.node_id, n.kind, n.label, n.status, n.parent_id, len(n.notices)] for n in tree.walk()
+    ]
 
 
 def sha256(text: str) -> str:

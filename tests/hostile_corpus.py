@@ -55,7 +55,11 @@ GOOD_FILES = {
     "good_report.txt": "The zephyrine valve passed its pressure test at 40 bar on the second try.\n",
     "good_page.html": "<html><body><h1>Minutes</h1><p>The marmoset committee approved the budget.</p></body></html>",
 }
-GOOD_WORDS = {"good_notes.md": "quillback", "good_report.txt": "zephyrine", "good_page.html": "marmoset"}
+GOOD_WORDS = {
+    "good_notes.md": "quillback",
+    "good_report.txt": "zephyrine",
+    "good_page.html": "marmoset",
+}
 
 
 def pdf_bytes(objects: list[bytes]) -> bytes:
@@ -69,7 +73,10 @@ def pdf_bytes(objects: list[bytes]) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
     return bytes(out)
 
 
@@ -83,7 +90,11 @@ def flate_bomb_pdf(inflated_mib: int) -> bytes:
     block = line * (MIB // len(line))
     packer = zlib.compressobj(9)
     compressed = b"".join(packer.compress(block) for _ in range(inflated_mib)) + packer.flush()
-    stream = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed) + compressed + b"\nendstream"
+    stream = (
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed)
+        + compressed
+        + b"\nendstream"
+    )
     return pdf_bytes(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -107,7 +118,9 @@ def page_tree_bomb_pdf(levels: int) -> bytes:
         child = number + 1
         parent = b"" if level == 0 else b"/Parent %d 0 R " % (number - 1)
         kids = b" ".join([b"%d 0 R" % child] * 10)
-        objects.append(b"<< /Type /Pages %s/Kids [%s] /Count %d >>" % (parent, kids, 10 ** (levels - level)))
+        objects.append(
+            b"<< /Type /Pages %s/Kids [%s] /Count %d >>" % (parent, kids, 10 ** (levels - level))
+        )
     objects.append(
         b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> "
         b"/Contents %d 0 R >>" % (leaf - 1, leaf + 2, leaf + 1)

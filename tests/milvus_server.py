@@ -28,7 +28,16 @@ from typing import Any
 VERSION = "2.3.5"
 INSTALL = f".venv/bin/pip install --no-deps milvus=={VERSION}"
 # the parts of a Milvus standalone; each tells the others its address
-PARTS = ("rootCoord", "proxy", "queryCoord", "queryNode", "indexCoord", "indexNode", "dataCoord", "dataNode")
+PARTS = (
+    "rootCoord",
+    "proxy",
+    "queryCoord",
+    "queryNode",
+    "indexCoord",
+    "indexNode",
+    "dataCoord",
+    "dataNode",
+)
 
 
 class ServerUnavailable(Exception):
@@ -56,7 +65,9 @@ def milvus_server(base: Path, start_timeout_s: float = 90.0) -> Iterator[str]:
             f"the `milvus` package (an embedded Milvus server) is not installed: {INSTALL}"
         ) from None
     if milvus.__version__ != VERSION:
-        raise ServerUnavailable(f"these tests are written for milvus {VERSION}, not {milvus.__version__}: {INSTALL}")
+        raise ServerUnavailable(
+            f"these tests are written for milvus {VERSION}, not {milvus.__version__}: {INSTALL}"
+        )
 
     config = milvus.MilvusServerConfig(data_dir=str(base))
     port_keys = [key for key in config.configurable_items if key.endswith("_port")]
@@ -65,7 +76,9 @@ def milvus_server(base: Path, start_timeout_s: float = 90.0) -> Iterator[str]:
     config.set("etcd_log_level", "warn")
     for part in PARTS:
         config.set(f"{part}.ip", "127.0.0.1")
-    _embedded_etcd_config(config, base / "etcd.yaml", client_port=config.configs["etcd_port"], peer_port=ports.pop())
+    _embedded_etcd_config(
+        config, base / "etcd.yaml", client_port=config.configs["etcd_port"], peer_port=ports.pop()
+    )
     server = milvus.MilvusServer(config, wait_for_started=False)
     server.webservice_port = ports.pop()  # the health and metrics port
     cwd = os.getcwd()
@@ -93,7 +106,9 @@ def _embedded_etcd_config(config: Any, path: Path, *, client_port: int, peer_por
         f"listen-peer-urls: {peer}\ninitial-advertise-peer-urls: {peer}\ninitial-cluster: default={peer}\n",
         encoding="utf-8",
     )
-    config.template_text = config.template_text.replace("\netcd:\n", f"\netcd:\n  config:\n    path: {path}\n", 1)
+    config.template_text = config.template_text.replace(
+        "\netcd:\n", f"\netcd:\n  config:\n    path: {path}\n", 1
+    )
 
 
 def _free_ports(count: int) -> list[int]:
@@ -121,8 +136,12 @@ def _wait_healthy(server: Any, base: Path, timeout_s: float) -> None:
                     f"the Milvus {VERSION} binary uses CPU instructions this machine lacks "
                     f"(it died with SIGILL at start; log tail {tail[-200:]!r})"
                 )
-            if "error while loading shared libraries" in tail or re.search(r"GLIBC\S* not found", tail):
-                raise ServerUnavailable(f"the Milvus {VERSION} binary needs libraries this system lacks: {tail[-300:]}")
+            if "error while loading shared libraries" in tail or re.search(
+                r"GLIBC\S* not found", tail
+            ):
+                raise ServerUnavailable(
+                    f"the Milvus {VERSION} binary needs libraries this system lacks: {tail[-300:]}"
+                )
             raise ServerFailed(f"Milvus {VERSION} exited with code {code} at start: {tail}")
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
@@ -131,7 +150,9 @@ def _wait_healthy(server: Any, base: Path, timeout_s: float) -> None:
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.2)  # a starting server sends no signal: poll it, with a deadline
-    raise ServerFailed(f"Milvus {VERSION} did not answer {url} within {timeout_s:.0f} s: {_log_tail(base)}")
+    raise ServerFailed(
+        f"Milvus {VERSION} did not answer {url} within {timeout_s:.0f} s: {_log_tail(base)}"
+    )
 
 
 def _log_tail(base: Path) -> str:

@@ -34,18 +34,26 @@ def write_paragraphs(shared_data: Path, folder: Path) -> list[Path]:
         name = re.sub(r"[^a-z0-9]+", "-", paragraph["title"].lower()).strip("-") + ".md"
         path = folder / name
         if path in written:  # two paragraphs of one page: one file
-            path.write_text(path.read_text(encoding="utf-8") + "\n" + paragraph["paragraph_text"] + "\n")
+            path.write_text(
+                path.read_text(encoding="utf-8") + "\n" + paragraph["paragraph_text"] + "\n"
+            )
             continue
-        path.write_text(f"# {paragraph['title']}\n\n{paragraph['paragraph_text']}\n", encoding="utf-8")
+        path.write_text(
+            f"# {paragraph['title']}\n\n{paragraph['paragraph_text']}\n", encoding="utf-8"
+        )
         written.append(path)
     assert {p.name for p in written} >= {ANSWER_FILE, FOLLOW_UP_FILE}
     return written
 
 
-def ingest_paragraphs(shared_data: Path, root: Path) -> tuple[AppPaths, list[Path], IngestFinished | None]:
+def ingest_paragraphs(
+    shared_data: Path, root: Path
+) -> tuple[AppPaths, list[Path], IngestFinished | None]:
     """The question's paragraphs written under ``root`` and ingested into a real library
     there (collection "music"): its paths, the files, and the ingest's last event."""
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    paths = AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
     files = write_paragraphs(shared_data, root / "paragraphs")
 
     async def ingest() -> IngestFinished | None:

@@ -29,7 +29,9 @@ class NetworkGuard:
         except ValueError:
             self.violations.append(f"connection to host name {host!r}")
             return
-        if not ip.is_loopback and not (ip.version == 6 and ip.ipv4_mapped and ip.ipv4_mapped.is_loopback):
+        if not ip.is_loopback and not (
+            ip.version == 6 and ip.ipv4_mapped and ip.ipv4_mapped.is_loopback
+        ):
             self.violations.append(f"connection to {host}:{address[1]}")
 
 

@@ -44,7 +44,9 @@ def marked_pdf(path: Path, *, password: str | None = None) -> Path:
     return path
 
 
-def half_image(path: Path, colour: tuple[int, int, int], size: tuple[int, int] = (400, 300)) -> Path:
+def half_image(
+    path: Path, colour: tuple[int, int, int], size: tuple[int, int] = (400, 300)
+) -> Path:
     """A white image whose left half is ``colour``, saved in the format its suffix names."""
     image = Image.new("RGB", size, (255, 255, 255))
     image.paste(colour, (0, 0, size[0] // 2, size[1]))
@@ -52,7 +54,9 @@ def half_image(path: Path, colour: tuple[int, int, int], size: tuple[int, int] =
     return path
 
 
-def tiff_pages(path: Path, colours: list[tuple[int, int, int]], size: tuple[int, int] = (200, 260)) -> Path:
+def tiff_pages(
+    path: Path, colours: list[tuple[int, int, int]], size: tuple[int, int] = (200, 260)
+) -> Path:
     """A multi-page TIFF (what a scanner gives), page N filled with ``colours[N - 1]``."""
     first, *rest = (Image.new("RGB", size, colour) for colour in colours)
     first.save(path, save_all=True, append_images=rest)

@@ -49,7 +49,9 @@ def rasterise(pdf_bytes: bytes, dpi: int = SCAN_DPI) -> list[Image.Image]:
 
     document = pypdfium2.PdfDocument(pdf_bytes)
     try:
-        return [document[i].render(scale=dpi / 72).to_pil().convert("L") for i in range(len(document))]
+        return [
+            document[i].render(scale=dpi / 72).to_pil().convert("L") for i in range(len(document))
+        ]
     finally:
         document.close()
 
@@ -94,8 +96,12 @@ def make_scanned_files(folder: Path) -> dict[str, Path]:
         "tiff": folder / "pages.tiff",
     }
     files["scanned"].write_bytes(image_pdf(pages))
-    other = rasterise(text_pdf((("The foghorn at Skarn sounded for eleven hours on the ninth of March.",),)))[0]
-    files["mixed"].write_bytes(mixed_pdf(("The mixed report opens with a typed page about rope.",), other))
+    other = rasterise(
+        text_pdf((("The foghorn at Skarn sounded for eleven hours on the ninth of March.",),))
+    )[0]
+    files["mixed"].write_bytes(
+        mixed_pdf(("The mixed report opens with a typed page about rope.",), other)
+    )
     # fresh copies for each save: Pillow keeps one format's encoder settings on the image
     pages[0].copy().save(files["png"])
     pages[0].copy().save(files["tiff"], save_all=True, append_images=[pages[1].copy()])

@@ -99,7 +99,9 @@ class StallMonitor:
         began; its length in ms; what the GUI thread did meanwhile, when ``explain``)."""
         if len(self.ticks) < 2:
             return []
-        gaps = sorted(range(len(self.ticks) - 1), key=lambda i: self.ticks[i] - self.ticks[i + 1])[:n]
+        gaps = sorted(range(len(self.ticks) - 1), key=lambda i: self.ticks[i] - self.ticks[i + 1])[
+            :n
+        ]
         out = []
         for i in gaps:
             wall = (self.ticks[i + 1] - self.ticks[i]) * 1000
@@ -150,7 +152,9 @@ class _ThreadClock:
     def __init__(self) -> None:
         self._fd: int | None = None
         try:
-            self._fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
+            self._fd = os.open(
+                f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY
+            )
             on_cpu, _wait = self._schedstat()
             if on_cpu == 0:  # no scheduler statistics in this kernel
                 self.close()
@@ -219,7 +223,9 @@ class SlotTimer:
     def _is_watched(self, code: CodeType) -> bool:
         watched = self._watched.get(code)
         if watched is None:
-            watched = self._watched[code] = code in self._extra or code.co_filename.startswith(UI_DIR)
+            watched = self._watched[code] = code in self._extra or code.co_filename.startswith(
+                UI_DIR
+            )
         return watched
 
     def _now(self) -> tuple[float, float, float]:
@@ -233,7 +239,9 @@ class SlotTimer:
             self._depth += 1
             if self._depth == 1:
                 caller = frame.f_back
-                self._counted = caller is None or not caller.f_code.co_filename.startswith(TESTS_DIR)
+                self._counted = caller is None or not caller.f_code.co_filename.startswith(
+                    TESTS_DIR
+                )
                 if self._counted:
                     self._name = frame.f_code.co_qualname
                     self._started = self._now()
@@ -241,7 +249,9 @@ class SlotTimer:
             self._depth -= 1
             if self._depth == 0 and self._counted:
                 ended = self._now()
-                wall, cpu, runnable = ((b - a) * 1000 for a, b in zip(self._started, ended, strict=True))
+                wall, cpu, runnable = (
+                    (b - a) * 1000 for a, b in zip(self._started, ended, strict=True)
+                )
                 dispatch = Dispatch(self._name, wall, cpu, runnable)
                 self.dispatches += 1
                 if wall > self.longest.wall_ms:
@@ -274,7 +284,9 @@ class WaitGaps:
         self._seen: list[str] = []  # where the GUI thread was during the current gap
         self._gui = threading.get_ident()
         self._stopped = threading.Event()
-        self._watchdog = threading.Thread(target=self._watch, name="loop-guard-watchdog", daemon=True)
+        self._watchdog = threading.Thread(
+            target=self._watch, name="loop-guard-watchdog", daemon=True
+        )
         self.timer = QTimer()
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
@@ -366,8 +378,14 @@ class LoopGuard:
     def problems(self) -> list[str]:
         found = [str(slow) for slow in self.slots.slow]
         if self.gaps.longest_ms > self.gap_bound_ms:
-            where = f" (the GUI thread was in {self.gaps.longest_where})" if self.gaps.longest_where else ""
-            found.append(f"the loop went {self.gaps.longest_ms:.0f} ms unserved while the test waited on it{where}")
+            where = (
+                f" (the GUI thread was in {self.gaps.longest_where})"
+                if self.gaps.longest_where
+                else ""
+            )
+            found.append(
+                f"the loop went {self.gaps.longest_ms:.0f} ms unserved while the test waited on it{where}"
+            )
         return found
 
     def check(self) -> None:

@@ -39,5 +39,7 @@ def test_the_app_never_imports_the_tests_or_the_benchmarks() -> None:
         for source in (ROOT / "app").rglob("*.py")
         for name in _top_level_imports(source) & test_modules
     }
-    assert "bench_musique" in test_modules and "deepsearcher_faithful" in test_modules  # the walk found them
+    assert (
+        "bench_musique" in test_modules and "deepsearcher_faithful" in test_modules
+    )  # the walk found them
     assert not offenders, sorted(offenders)

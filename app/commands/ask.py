@@ -27,7 +27,12 @@ STARTER_OPTIONS = RunOptions(report_max_tokens=400)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="what you want to find out")
-    parser.add_argument("--mode", choices=USER_MODES, default=None, help="research mode (default: from settings, deep)")
+    parser.add_argument(
+        "--mode",
+        choices=USER_MODES,
+        default=None,
+        help="research mode (default: from settings, deep)",
+    )
     parser.add_argument(
         "--collection",
         "-c",
@@ -37,16 +42,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="search only this collection; repeat for several (default: all)",
     )
-    parser.add_argument("--max-rounds", type=int, default=None, metavar="N", help="research rounds at most")
     parser.add_argument(
-        "--subqueries", type=int, default=None, metavar="N", help="sub-queries per round at most (as in the window)"
+        "--max-rounds", type=int, default=None, metavar="N", help="research rounds at most"
     )
     parser.add_argument(
-        "--top-k", type=int, default=None, metavar="N", help="chunks retrieved per search (as in the window)"
+        "--subqueries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="sub-queries per round at most (as in the window)",
     )
-    parser.add_argument("--max-seconds", type=float, default=None, metavar="S", help="wall-time budget")
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        metavar="N",
+        help="chunks retrieved per search (as in the window)",
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, metavar="S", help="wall-time budget"
+    )
     parser.add_argument("--max-tokens", type=int, default=None, metavar="N", help="token budget")
-    parser.add_argument("--json", action="store_true", help="print the whole run (events, evidence) as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the whole run (events, evidence) as JSON"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
         "--follow-up",
@@ -56,13 +75,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask a follow-up question of that run (from `fathom history`; a unique prefix is enough)",
     )
     parser.add_argument(
-        "--table-out", type=Path, default=None, metavar="FILE", help="table mode: also save the table (.csv or .json)"
+        "--table-out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="table mode: also save the table (.csv or .json)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.table_out is not None and args.table_out.suffix.lower() not in (".csv", ".json"):
-        print(f"Cannot save a table as {args.table_out.name}: use a .csv or .json file name.", file=sys.stderr)
+        print(
+            f"Cannot save a table as {args.table_out.name}: use a .csv or .json file name.",
+            file=sys.stderr,
+        )
         return 2
     try:
         return asyncio.run(_ask(args))
@@ -108,7 +134,10 @@ async def _ask(args: argparse.Namespace) -> int:
         print(problem, file=err)
     research = settings.research
     budget = run_budget(args, research)
-    for flag, value in (("--max-rounds", budget.max_rounds), ("--subqueries", budget.max_subqueries)):
+    for flag, value in (
+        ("--max-rounds", budget.max_rounds),
+        ("--subqueries", budget.max_subqueries),
+    ):
         if value < 1:
             print(f"{flag} must be at least 1.", file=err)
             return 2
@@ -141,7 +170,9 @@ async def _ask(args: argparse.Namespace) -> int:
     try:
         # what to search is checked before the model loads: an empty library costs nothing
         known = {c.name for c in await library.collections()}
-        args.collections = await resolve_names(library, args.collections)  # "milvus-docs" is milvus_docs
+        args.collections = await resolve_names(
+            library, args.collections
+        )  # "milvus-docs" is milvus_docs
         if args.collections:
             scope = Scope(collections=tuple(args.collections))
         unknown = [c for c in args.collections if c not in known]
@@ -155,7 +186,10 @@ async def _ask(args: argparse.Namespace) -> int:
             return 2
         empty = await empty_scope_problem(library, scope)
         if empty:
-            print(f"Add documents first: {empty} Add some with `fathom ingest PATH --collection NAME`.", file=err)
+            print(
+                f"Add documents first: {empty} Add some with `fathom ingest PATH --collection NAME`.",
+                file=err,
+            )
             return 2
         try:
             model = await make_chat_model_async(settings)
@@ -169,7 +203,9 @@ async def _ask(args: argparse.Namespace) -> int:
             options = STARTER_OPTIONS
         runs = RunStore.open(paths)
         engine = ResearchEngine(model, library, runs)
-        stream = engine.run(args.question, mode=mode, scope=scope, budget=budget, options=options, follow_up=prior)
+        stream = engine.run(
+            args.question, mode=mode, scope=scope, budget=budget, options=options, follow_up=prior
+        )
         async for event in stream:
             progress.show(event)
             if args.json:
@@ -194,7 +230,9 @@ async def _ask(args: argparse.Namespace) -> int:
                 usage=dataclasses.asdict(final.usage),
             )
         else:
-            out.update(status="failed", message=final.message, usage=dataclasses.asdict(final.usage))
+            out.update(
+                status="failed", message=final.message, usage=dataclasses.asdict(final.usage)
+            )
         out["events"] = events
         json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
@@ -285,9 +323,13 @@ class Progress:
 
         if isinstance(event, RunStarted):
             where = ", ".join(event.collections) or "all collections"
-            self.say(f"Researching ({event.mode}, {event.model or 'model'}) over {where}: {event.question}")
+            self.say(
+                f"Researching ({event.mode}, {event.model or 'model'}) over {where}: {event.question}"
+            )
         elif isinstance(event, PhaseChanged):
-            if event.done == 0 and event.text != self.phase:  # a phase starts (its updates are not printed)
+            if (
+                event.done == 0 and event.text != self.phase
+            ):  # a phase starts (its updates are not printed)
                 self.phase = event.text
                 self.say(f"… {event.text}")
         elif isinstance(event, RoundStarted):
@@ -307,7 +349,9 @@ class Progress:
             if event.done:
                 self.say(f"  enough evidence ({self.evidence} sources, {self.tokens} tokens)")
             else:
-                self.say(f"  gaps: {'; '.join(event.gap_queries)} ({self.evidence} sources, {self.tokens} tokens)")
+                self.say(
+                    f"  gaps: {'; '.join(event.gap_queries)} ({self.evidence} sources, {self.tokens} tokens)"
+                )
         elif isinstance(event, StepFinished):
             self.say(f"  step done{' (answered)' if event.answered else ''}: {event.finding[:100]}")
         elif isinstance(event, Notice):

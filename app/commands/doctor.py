@@ -71,7 +71,11 @@ def collect() -> dict[str, Any]:
         "model_backend": settings.model.backend,
         "backends": [dataclasses.asdict(b) for b in backends],
         "research_model": research_model,
-        "starter_model": {"name": STARTER_NAME, "present": starter is not None, "path": str(starter or "")},
+        "starter_model": {
+            "name": STARTER_NAME,
+            "present": starter is not None,
+            "path": str(starter or ""),
+        },
         "api_keys": keyring_description(),
         "usable": any(b.reachable for b in backends),
     }
@@ -90,7 +94,12 @@ def _research_model(settings: Any, paths: Any, *, ollama_up: bool) -> dict[str, 
         return {"name": "", "fit": "unknown", "reason": str(exc), "machine": machine.describe()}
     row = next((r for r in rows if r.in_use), None)
     if row is None:
-        return {"name": "", "fit": "unknown", "reason": "no model is usable", "machine": machine.describe()}
+        return {
+            "name": "",
+            "fit": "unknown",
+            "reason": "no model is usable",
+            "machine": machine.describe(),
+        }
     return {
         "name": row.name,
         "key": row.key,
@@ -122,7 +131,11 @@ def _human(report: dict[str, Any]) -> str:
     model = report["research_model"]
     lines += ["", "Research model"]
     if model["name"]:
-        where = f" ({model['where']})" if model["where"] and f"({model['where']})" not in model["name"] else ""
+        where = (
+            f" ({model['where']})"
+            if model["where"] and f"({model['where']})" not in model["name"]
+            else ""
+        )
         lines.append(f"  {model['name']}{where}: {model['fit']}, {model['reason']}")
     else:
         lines.append(f"  none: {model['reason']}")
@@ -130,7 +143,9 @@ def _human(report: dict[str, Any]) -> str:
     lines.append("  `fathom models list` shows the others and the recommended ones.")
     starter = report["starter_model"]
     lines += ["", "Starter model"]
-    lines.append(f"  {starter['name']}: " + (starter["path"] if starter["present"] else "not installed"))
+    lines.append(
+        f"  {starter['name']}: " + (starter["path"] if starter["present"] else "not installed")
+    )
     lines += ["", f"API keys: {report['api_keys']}"]
     if not report["usable"]:
         lines += [

@@ -20,9 +20,17 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id", metavar="RUN_ID", help="a run id from `fathom history` (a unique prefix is enough)")
-    parser.add_argument("--format", "-f", choices=FORMATS, help="the format (default: from the suffix of -o)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="the file to write; - for the standard output")
+    parser.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        help="a run id from `fathom history` (a unique prefix is enough)",
+    )
+    parser.add_argument(
+        "--format", "-f", choices=FORMATS, help="the format (default: from the suffix of -o)"
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="the file to write; - for the standard output"
+    )
     parser.add_argument(
         "--include-consulted",
         action="store_true",
@@ -35,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
 
     to_stdout = args.output in (None, "-")
     try:
-        fmt = format_of(None if to_stdout else Path(args.output), args.format or ("md" if to_stdout else None))
+        fmt = format_of(
+            None if to_stdout else Path(args.output), args.format or ("md" if to_stdout else None)
+        )
     except ExportError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -77,7 +87,9 @@ def _pdf_renderer() -> PdfRenderer:
     try:
         from app.ui.exporters import headless_pdf_renderer
     except ImportError as exc:
-        raise ExportError(f"PDF export needs Qt (PySide6), which could not be loaded: {exc}.") from exc
+        raise ExportError(
+            f"PDF export needs Qt (PySide6), which could not be loaded: {exc}."
+        ) from exc
     return headless_pdf_renderer()
 
 
@@ -86,7 +98,9 @@ def _load(run_id: str) -> ReportContent:
     from app.export.stored import stored_content
     from app.store.research_runs import RunStore
 
-    store = RunStore.open_read_only(app_paths())  # no lock: works while a window has the library open
+    store = RunStore.open_read_only(
+        app_paths()
+    )  # no lock: works while a window has the library open
     if store is None:
         raise ExportError(f"No research run '{run_id}'. List runs with `fathom history`.")
     try:

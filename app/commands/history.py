@@ -9,7 +9,9 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=int, default=20, metavar="N", help="how many runs (default 20)")
+    parser.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="how many runs (default 20)"
+    )
     parser.add_argument("--json", action="store_true", help="print as JSON")
 
 
@@ -37,10 +39,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'RUN ID':<23} {'STARTED':<16} {'MODE':<6} {'STATUS':<18} {'TOKENS':>7}  QUESTION")
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at))
-        status = r.status if r.status != "finished" or r.stop_reason == "completed" else f"stopped:{r.stop_reason}"
+        status = (
+            r.status
+            if r.status != "finished" or r.stop_reason == "completed"
+            else f"stopped:{r.stop_reason}"
+        )
         question = r.thread_question or r.question
         question = question if len(question) <= 60 else question[:59] + "…"
         if r.follow_ups:
             question += f" (+{r.follow_ups} follow-up{'' if r.follow_ups == 1 else 's'})"
-        print(f"{r.run_id:<23} {started:<16} {r.mode:<6} {status:<18} {r.total_tokens:>7}  {question}")
+        print(
+            f"{r.run_id:<23} {started:<16} {r.mode:<6} {status:<18} {r.total_tokens:>7}  {question}"
+        )
     return 0

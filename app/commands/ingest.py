@@ -30,9 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="collection to add them to (default: named after the first folder, as the window names it)",
     )
-    parser.add_argument("--description", metavar="TEXT", help="what the collection holds (used to route questions)")
     parser.add_argument(
-        "--describe", action="store_true", help="have the model write the description from a sample of chunks"
+        "--description", metavar="TEXT", help="what the collection holds (used to route questions)"
+    )
+    parser.add_argument(
+        "--describe",
+        action="store_true",
+        help="have the model write the description from a sample of chunks",
     )
     parser.add_argument(
         "--retry",
@@ -72,7 +76,9 @@ async def _run(args: argparse.Namespace) -> int:
         if not args.collection:
             print(f"Collection: {collection} (name another with --collection NAME)", file=err)
         try:
-            events = library.ingest(paths, collection, description=args.description, retry=args.retry)
+            events = library.ingest(
+                paths, collection, description=args.description, retry=args.retry
+            )
             finished, done = await follow(events, Display(err, quiet=args.quiet))
         except FathomError as exc:
             print(str(exc), file=err)
@@ -106,7 +112,10 @@ def _all_of_it_wanted(paths: list[Path], err: TextIO) -> bool:
             answer = ""
         if answer.strip().lower() in ("y", "yes"):
             return True
-    print(f"{question} Not indexed: add --yes to index all of it, or give its folders one by one.", file=err)
+    print(
+        f"{question} Not indexed: add --yes to index all of it, or give its folders one by one.",
+        file=err,
+    )
     return False
 
 

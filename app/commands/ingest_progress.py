@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 SHOWN_REASONS = 20  # per kind in the summary; the rest are counted
 
 
-async def follow(events: AsyncIterator[IngestEvent], display: Display) -> tuple[IngestFinished | None, list[FileDone]]:
+async def follow(
+    events: AsyncIterator[IngestEvent], display: Display
+) -> tuple[IngestFinished | None, list[FileDone]]:
     """Show an ingest's events as they come; (its IngestFinished, the files it finished)."""
     from app.core.events import FileDone, IngestFinished
 
@@ -81,14 +83,25 @@ class Display:
         if isinstance(event, IngestStarted):
             if not self.tty:
                 files = "file" if event.total_files == 1 else "files"
-                print(f"Ingesting {event.total_files:,} {files} into '{event.collection}'.", file=self.out)
+                print(
+                    f"Ingesting {event.total_files:,} {files} into '{event.collection}'.",
+                    file=self.out,
+                )
         elif isinstance(event, IngestProgress) and self.tty:
             self._bar(event)
         elif isinstance(event, FileDone) and not self.tty:
             note = f"; {event.reason}" if event.reason else ""
             detail = f" ({event.chunks} chunks{note})" if event.status == "indexed" else ""
-            reason = f": {event.reason}" if event.reason and event.status in ("failed", "skipped") else ""
-            print(f"{event.status:9} {short_path(event.path)}{detail}{reason}", file=self.out, flush=True)
+            reason = (
+                f": {event.reason}"
+                if event.reason and event.status in ("failed", "skipped")
+                else ""
+            )
+            print(
+                f"{event.status:9} {short_path(event.path)}{detail}{reason}",
+                file=self.out,
+                flush=True,
+            )
 
     def _columns(self) -> int:
         try:

@@ -33,14 +33,20 @@ def open_library(err: TextIO, *, search_only: bool = False) -> Library | None:
     if problem:
         print(problem, file=err)
     try:
-        library = Library.open_to_search(settings, paths) if search_only else Library.open(settings, paths)
+        library = (
+            Library.open_to_search(settings, paths)
+            if search_only
+            else Library.open(settings, paths)
+        )
     except FathomError as exc:
         print(str(exc), file=err)
         return None
     for notice in library.notices:
         print(notice, file=err)
     if library.recovery:
-        print(f"Finished what an interrupted run left undone: {library.recovery.summary()}.", file=err)
+        print(
+            f"Finished what an interrupted run left undone: {library.recovery.summary()}.", file=err
+        )
     return library
 
 

@@ -30,13 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="models on this machine and recommended ones")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.add_argument("--no-ollama", action="store_true", help="do not ask Ollama for its models")
-    listing.add_argument("--refresh", action="store_true", help="fetch the catalog again when it is a URL")
+    listing.add_argument(
+        "--no-ollama", action="store_true", help="do not ask Ollama for its models"
+    )
+    listing.add_argument(
+        "--refresh", action="store_true", help="fetch the catalog again when it is a URL"
+    )
     download = sub.add_parser("download", help="download a catalog model (or pull ollama:NAME)")
     download.add_argument("id", help="a catalog id from `fathom models list`, or ollama:NAME")
-    download.add_argument("--use", action="store_true", help="make it the research model once downloaded")
+    download.add_argument(
+        "--use", action="store_true", help="make it the research model once downloaded"
+    )
     use = sub.add_parser("use", help="make a model the research model")
-    use.add_argument("id", help="a key from `fathom models list` (catalog id, GGUF path, ollama:NAME)")
+    use.add_argument(
+        "id", help="a key from `fathom models list` (catalog id, GGUF path, ollama:NAME)"
+    )
     remove = sub.add_parser("remove", help="delete a model Fathom downloaded, or an Ollama model")
     remove.add_argument("id", help="a key from `fathom models list`")
 
@@ -90,8 +98,12 @@ def collect_rows(
     from app.model_files.model_inventory import list_models
 
     catalog = _catalog(settings, paths, refresh=refresh)
-    ollama = asyncio.run(ollama_models_if_running(settings.model.ollama.host)) if ask_ollama else None
-    machine = measure_machine(paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads)
+    ollama = (
+        asyncio.run(ollama_models_if_running(settings.model.ollama.host)) if ask_ollama else None
+    )
+    machine = measure_machine(
+        paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads
+    )
     return list_models(settings, paths, catalog, machine, ollama=ollama)
 
 
@@ -147,9 +159,13 @@ def _list(args: argparse.Namespace) -> int:
     problems = [r for r in rows if r.problem]
     for row in problems:
         print(f"! {row.path or row.name}: {row.problem}", file=sys.stderr)
-    print("\n* the research model now. `fathom models use KEY` changes it; `fathom models download ID` fetches one.")
+    print(
+        "\n* the research model now. `fathom models use KEY` changes it; `fathom models download ID` fetches one."
+    )
     if any(r.answer_s is not None for r in rows):
-        print("DEEP ANSWER: about how long one takes here, from the starter model's speed measured on this computer.")
+        print(
+            "DEEP ANSWER: about how long one takes here, from the starter model's speed measured on this computer."
+        )
     return 0
 
 
@@ -172,7 +188,14 @@ class _ProgressLine:
         self.last_decile = -1
         self.last_draw = 0.0
 
-    def show(self, done: int, total: int, speed_bps: float = 0.0, eta_s: float | None = None, status: str = "") -> None:
+    def show(
+        self,
+        done: int,
+        total: int,
+        speed_bps: float = 0.0,
+        eta_s: float | None = None,
+        status: str = "",
+    ) -> None:
         from app.commands.terminal import format_duration
 
         percent = done * 100 // total if total else 0
@@ -225,7 +248,9 @@ def _download(args: argparse.Namespace) -> int:
         line.show(p.done, p.total or entry.size_bytes, p.speed_bps, p.eta_s)
 
     try:
-        path = download_file(entry.url, target, sha256=entry.sha256, size_bytes=entry.size_bytes, progress=progress)
+        path = download_file(
+            entry.url, target, sha256=entry.sha256, size_bytes=entry.size_bytes, progress=progress
+        )
     except KeyboardInterrupt:
         return line.stopped("The part downloaded is kept: run the same command to resume.")
     line.end()
@@ -279,7 +304,12 @@ def _use(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     from app.core.settings import save_settings
-    from app.model_files.model_inventory import delete_model_file, find_row, removable_file, settings_without
+    from app.model_files.model_inventory import (
+        delete_model_file,
+        find_row,
+        removable_file,
+        settings_without,
+    )
 
     settings, paths = _context()
     rows = collect_rows(settings, paths)
@@ -296,5 +326,7 @@ def _remove(args: argparse.Namespace) -> int:
     changed = settings_without(row, settings)
     if changed is not settings:
         save_settings(changed, paths.settings_file)
-        print("It was the research model; Fathom now chooses one automatically (`fathom models use KEY`).")
+        print(
+            "It was the research model; Fathom now chooses one automatically (`fathom models use KEY`)."
+        )
     return 0

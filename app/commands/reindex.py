@@ -15,7 +15,9 @@ from app.commands.terminal import run_until_interrupted
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--collection", "-c", required=True, metavar="NAME", help="the collection to re-index")
+    parser.add_argument(
+        "--collection", "-c", required=True, metavar="NAME", help="the collection to re-index"
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
 
 
@@ -34,7 +36,9 @@ async def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         (args.collection,) = await resolve_names(library, [args.collection])
-        finished, done = await follow(library.reindex(args.collection), Display(err, quiet=args.quiet))
+        finished, done = await follow(
+            library.reindex(args.collection), Display(err, quiet=args.quiet)
+        )
     except FathomError as exc:
         print(str(exc), file=err)
         return 2

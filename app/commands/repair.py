@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--check", action="store_true", help="only report what is wrong; change nothing")
+    parser.add_argument(
+        "--check", action="store_true", help="only report what is wrong; change nothing"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

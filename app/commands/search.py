@@ -20,7 +20,9 @@ EXCERPT_CHARS = 320
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queries", nargs="+", metavar="QUERY", help="what to look for (several: one search each)")
+    parser.add_argument(
+        "queries", nargs="+", metavar="QUERY", help="what to look for (several: one search each)"
+    )
     parser.add_argument(
         "--collection",
         "-c",
@@ -28,8 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="collection to search (repeat for several; default: all)",
     )
-    parser.add_argument("--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="default: hybrid")
-    parser.add_argument("--top-k", "-k", type=int, default=8, metavar="N", help="how many chunks (default 8)")
+    parser.add_argument(
+        "--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="default: hybrid"
+    )
+    parser.add_argument(
+        "--top-k", "-k", type=int, default=8, metavar="N", help="how many chunks (default 8)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -46,14 +52,19 @@ async def _run(args: argparse.Namespace) -> int:
         print("--top-k must be at least 1.", file=sys.stderr)
         return 2
     if not all(query.strip() for query in args.queries):
-        print('A query is empty: give the words to look for, e.g. fathom search "create a partition".', file=sys.stderr)
+        print(
+            'A query is empty: give the words to look for, e.g. fathom search "create a partition".',
+            file=sys.stderr,
+        )
         return 2
     library = open_library(sys.stderr, search_only=True)
     if library is None:
         return 2
     try:
         names = await resolve_names(library, args.collection) if args.collection else None
-        results = await library.search(args.queries, collections=names, mode=args.mode, top_k=args.top_k)
+        results = await library.search(
+            args.queries, collections=names, mode=args.mode, top_k=args.top_k
+        )
     except FathomError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -42,9 +42,21 @@ class Probe:
 
 
 PROBES = (
-    Probe("How many steps does the staircase of the Veltmoor Lighthouse have?", "212 steps", "veltmoor-lighthouse.md"),
-    Probe("How many ships did the keeper count passing the cape in 1893?", "1,204 ships", "veltmoor-keepers-log.pdf"),
-    Probe("How many barrels of lamp oil were ordered for the winter?", "48 barrels", "veltmoor-harbour-letter.eml"),
+    Probe(
+        "How many steps does the staircase of the Veltmoor Lighthouse have?",
+        "212 steps",
+        "veltmoor-lighthouse.md",
+    ),
+    Probe(
+        "How many ships did the keeper count passing the cape in 1893?",
+        "1,204 ships",
+        "veltmoor-keepers-log.pdf",
+    ),
+    Probe(
+        "How many barrels of lamp oil were ordered for the winter?",
+        "48 barrels",
+        "veltmoor-harbour-letter.eml",
+    ),
 )
 RESEARCH_QUESTION = "How many steps lead up to the lamp room of the Veltmoor Lighthouse?"
 RESEARCH_SECONDS = 180.0
@@ -158,7 +170,10 @@ async def _ingest(library: Library, settings: Settings) -> str:
     if finished is None:
         raise StepFailed("the ingest ended without a summary (IngestFinished)")
     if finished.failed or finished.indexed != len(files) or finished.chunks < len(files):
-        reasons = "; ".join(f"{Path(path).name}: {why}" for path, why in finished.failures) or "no reason given"
+        reasons = (
+            "; ".join(f"{Path(path).name}: {why}" for path, why in finished.failures)
+            or "no reason given"
+        )
         raise StepFailed(
             f"{finished.indexed} of {len(files)} documents indexed, {finished.failed} failed, "
             f"{finished.chunks} chunks ({reasons})"
@@ -172,13 +187,19 @@ async def _ingest(library: Library, settings: Settings) -> str:
 async def _search(library: Library, settings: Settings) -> str:
     started = time.perf_counter()
     results = await library.search(
-        [probe.query for probe in PROBES], collections=[COLLECTION], mode="hybrid", top_k=SEARCH_TOP_K
+        [probe.query for probe in PROBES],
+        collections=[COLLECTION],
+        mode="hybrid",
+        top_k=SEARCH_TOP_K,
     )
     if len(results) != len(PROBES):
         raise StepFailed(f"{len(PROBES)} queries gave {len(results)} result lists")
     for probe, hits in zip(PROBES, results, strict=True):
         if not any(probe.expected in hit.chunk.text for hit in hits):
-            found = "; ".join(f"{Path(h.chunk.path).name}: {h.chunk.text[:60]!r}" for h in hits) or "nothing"
+            found = (
+                "; ".join(f"{Path(h.chunk.path).name}: {h.chunk.text[:60]!r}" for h in hits)
+                or "nothing"
+            )
             raise StepFailed(
                 f"'{probe.query}' did not find '{probe.expected}' ({probe.source}) "
                 f"in the top {SEARCH_TOP_K}; found {found}"
@@ -208,7 +229,13 @@ async def _research(library: Library, settings: Settings) -> str:
     model = make_chat_model(settings)
     try:
         engine = ResearchEngine(model, library)
-        budget = Budget(max_rounds=1, max_subqueries=2, max_search_calls=4, max_seconds=RESEARCH_SECONDS, top_k=4)
+        budget = Budget(
+            max_rounds=1,
+            max_subqueries=2,
+            max_search_calls=4,
+            max_seconds=RESEARCH_SECONDS,
+            top_k=4,
+        )
         final: Finished | Failed | None = None
         hits = 0
         async for event in engine.run(

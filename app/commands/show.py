@@ -13,8 +13,14 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id", metavar="RUN_ID", help="a run id from `fathom history` (a unique prefix is enough)")
-    parser.add_argument("--json", action="store_true", help="print the run with all its events as JSON")
+    parser.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        help="a run id from `fathom history` (a unique prefix is enough)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the run with all its events as JSON"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = store.get_run(args.run_id)
         if summary is None:
-            print(f"No research run '{args.run_id}'. List runs with `fathom history`.", file=sys.stderr)
+            print(
+                f"No research run '{args.run_id}'. List runs with `fathom history`.",
+                file=sys.stderr,
+            )
             return 1
         stored = store.read_events(summary.run_id)
         report = store.load_report(summary.run_id)
@@ -56,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     facts = [f"run {summary.run_id}", f"mode {summary.mode}", f"status {summary.status}"]
     if summary.model:
         facts.append(f"model {summary.model}")
-    facts.append(f"{summary.total_tokens} tokens, {summary.calls} model calls, {summary.elapsed_s:.1f} s")
+    facts.append(
+        f"{summary.total_tokens} tokens, {summary.calls} model calls, {summary.elapsed_s:.1f} s"
+    )
     print("*" + " · ".join(facts) + "*\n")
     if stored.note:
         print(f"*Note: {stored.note}*\n")
@@ -78,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     provenance = report.provenance if report is not None else None
     if provenance is not None and provenance.starter:
         print(f"*{STARTER_HEADER}*\n")
-    print(f"*{support_headline(support or sentence_support(summary.report_markdown, citations))}*\n")
+    print(
+        f"*{support_headline(support or sentence_support(summary.report_markdown, citations))}*\n"
+    )
     print(summary.report_markdown)
     if provenance is not None:
         print("## Provenance\n")

@@ -26,16 +26,26 @@ from app.commands.terminal import run_until_interrupted
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--collection", "-c", action="append", metavar="NAME", help="a collection to watch (default: all of them)"
+        "--collection",
+        "-c",
+        action="append",
+        metavar="NAME",
+        help="a collection to watch (default: all of them)",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only a line per re-scan")
     switch = parser.add_mutually_exclusive_group()
-    switch.add_argument("--on", action="store_true", help="mark the --collection(s) watched (the default) and exit")
-    switch.add_argument("--off", action="store_true", help="stop following the --collection(s)' folders and exit")
+    switch.add_argument(
+        "--on", action="store_true", help="mark the --collection(s) watched (the default) and exit"
+    )
+    switch.add_argument(
+        "--off", action="store_true", help="stop following the --collection(s)' folders and exit"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_until_interrupted(_run(args), "Stopped at once. The next `fathom watch` or ingest finishes the work.")
+    return run_until_interrupted(
+        _run(args), "Stopped at once. The next `fathom watch` or ingest finishes the work."
+    )
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -52,7 +62,11 @@ async def _run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
 
     def first_interrupt() -> None:
-        print("\nStopping after the re-scan in progress (Ctrl+C again to stop at once)…", file=err, flush=True)
+        print(
+            "\nStopping after the re-scan in progress (Ctrl+C again to stop at once)…",
+            file=err,
+            flush=True,
+        )
         stop.set()
         loop.remove_signal_handler(signal.SIGINT)  # the second one interrupts
 

@@ -21,7 +21,9 @@ class WatchReport:
     def __init__(self, out: TextIO, *, quiet: bool = False) -> None:
         self.out = out
         self.display = Display(out, quiet=quiet)
-        self._done: list[FileDone] = []  # the files of the re-scan in progress that are worth a line
+        self._done: list[
+            FileDone
+        ] = []  # the files of the re-scan in progress that are worth a line
         self._offline_now: list[str] = []  # its folders that are offline
         self._offline_said: dict[str, set[str]] = {}  # collection → folders said to be offline
 
@@ -53,12 +55,18 @@ class WatchReport:
             self._say(f"{name}: {offline_sentence([Path(p) for p in sorted(offline - said)])}")
         back = sorted(said - offline)
         if back:
-            which = f"the folder {back[0]} is" if len(back) == 1 else f"the folders {' and '.join(back)} are"
+            which = (
+                f"the folder {back[0]} is"
+                if len(back) == 1
+                else f"the folders {' and '.join(back)} are"
+            )
             self._say(f"{name}: {which} back; what changed while it was away is picked up.")
         self._offline_said[name] = offline
         # an offline folder is not a skipped file; a re-scan that found nothing but offline folders has nothing to add
         counts = dataclasses.replace(event, skipped=event.skipped - len(self._offline_now))
-        if not offline or any((counts.indexed, counts.unchanged, counts.skipped, counts.failed, counts.removed)):
+        if not offline or any(
+            (counts.indexed, counts.unchanged, counts.skipped, counts.failed, counts.removed)
+        ):
             self._say(summary(name, counts, self._done))
         self._done.clear()
         self._offline_now.clear()

@@ -61,7 +61,9 @@ def from_jsonable(tp: Any, data: Any, *, strict: bool = False) -> Any:
         args = get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(from_jsonable(args[0], item, strict=strict) for item in data)
-        return tuple(from_jsonable(arg, item, strict=strict) for arg, item in zip(args, data, strict=True))
+        return tuple(
+            from_jsonable(arg, item, strict=strict) for arg, item in zip(args, data, strict=True)
+        )
     if origin is list:
         (arg,) = get_args(tp)
         return [from_jsonable(arg, item, strict=strict) for item in data]
@@ -97,7 +99,11 @@ def _dataclass_from(tp: type, data: Any, strict: bool) -> Any:
         if missing:
             raise ValueError(f"{tp.__name__} lacks {', '.join(map(repr, missing))}")
     hints = _hints(tp)
-    kwargs = {f.name: from_jsonable(hints[f.name], data[f.name], strict=strict) for f in fields if f.name in data}
+    kwargs = {
+        f.name: from_jsonable(hints[f.name], data[f.name], strict=strict)
+        for f in fields
+        if f.name in data
+    }
     return tp(**kwargs)
 
 

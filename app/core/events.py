@@ -38,7 +38,9 @@ ROOT_NODE = "root"
 # between two hops, a plan's step, the question itself, an HDS turn, table mode
 SubQueryOrigin = Literal["decompose", "gap", "bridge", "plan", "original", "hds", "table"]
 NoticeLevel = Literal["info", "warning"]
-FileStatus = Literal["indexed", "unchanged", "skipped", "failed", "removed"]  # how a file of an ingest ended
+FileStatus = Literal[
+    "indexed", "unchanged", "skipped", "failed", "removed"
+]  # how a file of an ingest ended
 
 # The version of the stored form. Raise it when a change would make older code
 # misread a new event (a field renamed, a meaning changed), and teach

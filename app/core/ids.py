@@ -12,7 +12,9 @@ import hashlib
 
 def make_doc_id(collection: str, path: str) -> str:
     """Stable id of a file in a collection: the same on every run."""
-    digest = hashlib.sha256(f"{collection}\x00{path}".encode("utf-8", "surrogateescape")).hexdigest()
+    digest = hashlib.sha256(
+        f"{collection}\x00{path}".encode("utf-8", "surrogateescape")
+    ).hexdigest()
     return digest[:24]
 
 

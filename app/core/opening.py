@@ -104,8 +104,14 @@ def decide_open(path: Path | str) -> OpenDecision:
     except (OSError, RuntimeError):
         return OpenDecision("missing", f"{name} is no longer at {given}.", given)
     if stat.S_ISDIR(info.st_mode):
-        kind = "an application bundle" if runnable_suffix(given) or runnable_suffix(target) else "a folder"
-        return OpenDecision("reveal", f"{name} is {kind}: Fathom shows it in the file manager.", given)
+        kind = (
+            "an application bundle"
+            if runnable_suffix(given) or runnable_suffix(target)
+            else "a folder"
+        )
+        return OpenDecision(
+            "reveal", f"{name} is {kind}: Fathom shows it in the file manager.", given
+        )
     suffix = runnable_suffix(given) or runnable_suffix(target)
     if suffix is not None:
         return OpenDecision(
@@ -123,7 +129,9 @@ def decide_open(path: Path | str) -> OpenDecision:
         program = _starts_like_a_program(target)
     except OSError as exc:
         return OpenDecision(
-            "reveal", f"{name} could not be read ({exc.strerror or exc}): Fathom shows it in the file manager.", given
+            "reveal",
+            f"{name} could not be read ({exc.strerror or exc}): Fathom shows it in the file manager.",
+            given,
         )
     if program:
         return OpenDecision(

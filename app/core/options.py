@@ -27,7 +27,9 @@ class Allowed:
     def describe(self, kind: type) -> str:
         if self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
-        what = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(kind, kind.__name__)
+        what = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(
+            kind, kind.__name__
+        )
         if self.low is not None and self.high is not None:
             return f"{what} from {_show(self.low)} to {_show(self.high)}"
         if self.low is not None:
@@ -66,7 +68,9 @@ def check_values(cls: type, data: dict[str, Any], where: str = "") -> list[str]:
         allowed: Allowed = f.metadata.get("allowed", Allowed())
         if not _fits(kind, value, allowed):
             used = _show_value(getattr(defaults, f.name))
-            problems.append(f"'{where}{f.name}' is {_show_value(value)}, not {allowed.describe(kind)}; using {used}.")
+            problems.append(
+                f"'{where}{f.name}' is {_show_value(value)}, not {allowed.describe(kind)}; using {used}."
+            )
             del data[f.name]
     return problems
 
@@ -77,14 +81,18 @@ def _fits(kind: Any, value: Any, allowed: Allowed) -> bool:
     if kind is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        )
     elif kind is str or get_origin(kind) is Literal:
         return isinstance(value, str) and (not allowed.choices or value in allowed.choices)
     else:
         return True
     if not ok:
         return False
-    return (allowed.low is None or value >= allowed.low) and (allowed.high is None or value <= allowed.high)
+    return (allowed.low is None or value >= allowed.low) and (
+        allowed.high is None or value <= allowed.high
+    )
 
 
 def _show(number: float) -> str:

@@ -34,13 +34,17 @@ if TYPE_CHECKING:
 PageKind = Literal["pdf", "image"]
 
 PDF_SUFFIXES: frozenset[str] = frozenset({".pdf"})
-IMAGE_SUFFIXES: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif"})
+IMAGE_SUFFIXES: frozenset[str] = frozenset(
+    {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif"}
+)
 
 MAX_WIDTH_PX = 1400
 MAX_HEIGHT_PX = 4000
 MIN_WIDTH_PX = 16
 MAX_DPI = 200.0  # a PDF page is never rendered finer than this, however wide the picture asked for
-MAX_SOURCE_PIXELS = 120_000_000  # an image file larger than this (about 11000 × 11000) is not decoded
+MAX_SOURCE_PIXELS = (
+    120_000_000  # an image file larger than this (about 11000 × 11000) is not decoded
+)
 HIGHLIGHT = (255, 208, 0, 96)  # the cited passage, washed over the page (RGBA)
 _PDFIUM_LOCK = threading.Lock()
 
@@ -65,16 +69,21 @@ def render_page(path: str, page: int, width_px: int, quote: str = "") -> bytes:
     ``quote``: the cited passage, marked where the PDF's text layer has it."""
     kind = page_kind(path)
     if kind is None:
-        raise PageImageError(f"Fathom shows pages of PDFs and images only, not of {Path(path).name}.")
+        raise PageImageError(
+            f"Fathom shows pages of PDFs and images only, not of {Path(path).name}."
+        )
     file = Path(path)
     if not file.is_file():  # gone, a folder, or a pipe or device that would block a read
         raise PageImageError(
-            f"The file {path} is no longer there.", "It may have been moved or deleted; index its folder again."
+            f"The file {path} is no longer there.",
+            "It may have been moved or deleted; index its folder again.",
         )
     if page < 1:
         raise PageImageError(f"Page {page} is not a page number; pages are numbered from 1.")
     width = max(MIN_WIDTH_PX, min(int(width_px), MAX_WIDTH_PX))
-    picture = _pdf_page(file, page, width, quote) if kind == "pdf" else _image_frame(file, page, width)
+    picture = (
+        _pdf_page(file, page, width, quote) if kind == "pdf" else _image_frame(file, page, width)
+    )
     return _png(_fit(picture, width))
 
 
@@ -94,7 +103,9 @@ def _pdf_page(file: Path, page: int, width: int, quote: str) -> Image:
             try:
                 points_wide, points_high = pdf_page.get_size()
                 if points_wide <= 0 or points_high <= 0:
-                    raise PageImageError(f"Page {page} of {file.name} has no size, so there is nothing to show.")
+                    raise PageImageError(
+                        f"Page {page} of {file.name} has no size, so there is nothing to show."
+                    )
                 scale = min(width / points_wide, MAX_HEIGHT_PX / points_high, MAX_DPI / 72)
                 picture: Image = pdf_page.render(scale=scale).to_pil().convert("RGB")
                 boxes = _quote_boxes(pdf_page, quote) if quote.strip() else []
@@ -102,7 +113,9 @@ def _pdf_page(file: Path, page: int, width: int, quote: str) -> Image:
             finally:
                 pdf_page.close()
         except pypdfium2.PdfiumError as exc:
-            raise PageImageError(f"Page {page} of {file.name} cannot be rendered ({exc}).") from None
+            raise PageImageError(
+                f"Page {page} of {file.name} cannot be rendered ({exc})."
+            ) from None
         finally:
             document.close()
 
@@ -139,7 +152,12 @@ def _quote_boxes(pdf_page: Any, quote: str) -> list[Box]:
 
 
 MIN_QUOTE_LETTERS = 12
-_EDGES = (80, 40, 20, MIN_QUOTE_LETTERS)  # letters matched at an end of a passage not on the page whole
+_EDGES = (
+    80,
+    40,
+    20,
+    MIN_QUOTE_LETTERS,
+)  # letters matched at an end of a passage not on the page whole
 
 
 def _letters(text: str) -> str:
@@ -196,9 +214,12 @@ def _pdf_error(file: Path, exc: Exception) -> PageImageError:
             "Open the original to read it.",
         )
     if "access" in message.lower():
-        return PageImageError(f"{file.name} cannot be read ({message}).", "Check that you may read the file.")
+        return PageImageError(
+            f"{file.name} cannot be read ({message}).", "Check that you may read the file."
+        )
     return PageImageError(
-        f"{file.name} is damaged or not a PDF and cannot be shown ({message}).", "Open the original to check it."
+        f"{file.name} is damaged or not a PDF and cannot be shown ({message}).",
+        "Open the original to check it.",
     )
 
 
@@ -222,14 +243,21 @@ def _image_frame(file: Path, page: int, width: int) -> Image:
     except PageImageError:
         raise
     except PILImage.DecompressionBombError:
-        raise PageImageError(f"{file.name} is too large to show.", "Open the original to see it.") from None
+        raise PageImageError(
+            f"{file.name} is too large to show.", "Open the original to see it."
+        ) from None
     except PermissionError as exc:
-        raise PageImageError(f"{file.name} cannot be read ({exc.strerror}).", "Check that you may read it.") from None
+        raise PageImageError(
+            f"{file.name} cannot be read ({exc.strerror}).", "Check that you may read it."
+        ) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
         raise PageImageError(
-            f"{file.name} cannot be read as an image ({exc}).", "It may be damaged; open the original to check."
+            f"{file.name} cannot be read as an image ({exc}).",
+            "It may be damaged; open the original to check.",
         ) from None
-    flat = PILImage.new("RGB", frame.size, (255, 255, 255))  # transparency shown on white, like a page
+    flat = PILImage.new(
+        "RGB", frame.size, (255, 255, 255)
+    )  # transparency shown on white, like a page
     flat.paste(frame, mask=frame.getchannel("A"))
     return flat
 

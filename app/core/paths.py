@@ -68,7 +68,9 @@ def app_paths() -> AppPaths:
     home = os.environ.get(HOME_ENV)
     if home:
         root = Path(home).expanduser().resolve()
-        return AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache")
+        return AppPaths(
+            config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+        )
     return AppPaths(
         config_dir=Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
         data_dir=Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),

@@ -27,7 +27,9 @@ SETTINGS_VERSION = 1
 # the research modes (app/research/modes; core cannot import research: a test keeps them equal)
 ResearchMode = Literal["deep", "plan", "table", "hds", "quick"]
 RESEARCH_MODES: tuple[ResearchMode, ...] = get_args(ResearchMode)
-ModelBackend = Literal["auto", "llamacpp", "ollama", "openai"]  # auto: Ollama if it runs, else llama.cpp
+ModelBackend = Literal[
+    "auto", "llamacpp", "ollama", "openai"
+]  # auto: Ollama if it runs, else llama.cpp
 EmbeddingBackend = Literal["onnx", "ollama", "openai"]
 Theme = Literal["system", "light", "dark"]
 
@@ -35,9 +37,13 @@ Theme = Literal["system", "light", "dark"]
 @dataclass(frozen=True)
 class LlamaCppSettings:
     model_path: str = ""  # a GGUF file; empty means the starter model when installed
-    n_ctx: int = option(8192, low=512, high=1_048_576, help="context window of a llama.cpp model, in tokens")
+    n_ctx: int = option(
+        8192, low=512, high=1_048_576, help="context window of a llama.cpp model, in tokens"
+    )
     n_threads: int = option(0, low=0, high=1024, help="threads llama.cpp uses; 0: all cores")
-    n_gpu_layers: int = option(0, low=-1, high=10_000, help="layers llama.cpp offloads to a GPU; -1: all")
+    n_gpu_layers: int = option(
+        0, low=-1, high=10_000, help="layers llama.cpp offloads to a GPU; -1: all"
+    )
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,12 @@ class OpenAISettings:
 
 @dataclass(frozen=True)
 class ModelSettings:
-    backend: ModelBackend = option("auto", choices=get_args(ModelBackend), help="the research model's back end")
-    temperature: float = option(0.2, low=0.0, high=2.0, help="the research model's sampling temperature")
+    backend: ModelBackend = option(
+        "auto", choices=get_args(ModelBackend), help="the research model's back end"
+    )
+    temperature: float = option(
+        0.2, low=0.0, high=2.0, help="the research model's sampling temperature"
+    )
     timeout_s: float = option(300.0, low=1, high=86_400, help="seconds one model call may take")
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
@@ -66,13 +76,17 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class ModelsSettings:
-    catalog: str = ""  # the recommended-models catalog: a file or http(s) URL; empty: the built-in one
+    catalog: str = (
+        ""  # the recommended-models catalog: a file or http(s) URL; empty: the built-in one
+    )
 
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
     backend: EmbeddingBackend = option(
-        "onnx", choices=get_args(EmbeddingBackend), help="onnx: the bundled all-MiniLM-L6-v2; or a server's model"
+        "onnx",
+        choices=get_args(EmbeddingBackend),
+        help="onnx: the bundled all-MiniLM-L6-v2; or a server's model",
     )
     model: str = "all-MiniLM-L6-v2"  # for ollama/openai: the server's embedding model (e.g. nomic-embed-text)
     base_url: str = ""  # ollama/openai server; empty: model.ollama.host or model.openai.base_url
@@ -86,29 +100,47 @@ class StoreSettings:
 
 @dataclass(frozen=True)
 class IngestSettings:
-    max_file_mb: int = option(200, low=1, high=1_000_000, help="larger files are skipped, with the reason")
+    max_file_mb: int = option(
+        200, low=1, high=1_000_000, help="larger files are skipped, with the reason"
+    )
     # one file's reading: the worker is killed past either, the file named (app/ingest/convert/limits.py)
-    memory_per_file_mb: int = option(2048, low=256, high=1_048_576, help="memory one file may take to read")
+    memory_per_file_mb: int = option(
+        2048, low=256, high=1_048_576, help="memory one file may take to read"
+    )
     seconds_per_file: int = option(
-        120, low=10, high=864_000, help="time one file may take to read, plus 10 s per MB and per OCR page"
+        120,
+        low=10,
+        high=864_000,
+        help="time one file may take to read, plus 10 s per MB and per OCR page",
     )
     follow_links_outside: bool = False  # symbolic links in a folder that point outside it
     docling_artifacts_path: str = ""  # folder with Docling's layout models; empty: native PDF text
     chunk_max_tokens: int = option(256, low=64, high=4096, help="most tokens in one chunk")
     workers: int = option(
-        0, low=0, high=256, help="embedding threads; 0: one per core (app/ingest/pipeline/machine.py)"
+        0,
+        low=0,
+        high=256,
+        help="embedding threads; 0: one per core (app/ingest/pipeline/machine.py)",
     )
-    ocr: bool = True  # read scanned PDF pages and image files with OCR (slow on a CPU: seconds a page)
-    watch_folders: bool = True  # the window follows watched collections' folders (re-scans on changes)
+    ocr: bool = (
+        True  # read scanned PDF pages and image files with OCR (slow on a CPU: seconds a page)
+    )
+    watch_folders: bool = (
+        True  # the window follows watched collections' folders (re-scans on changes)
+    )
 
 
 @dataclass(frozen=True)
 class ResearchSettings:
-    mode: ResearchMode = option("deep", choices=RESEARCH_MODES, help="the research mode a question gets")
+    mode: ResearchMode = option(
+        "deep", choices=RESEARCH_MODES, help="the research mode a question gets"
+    )
     max_rounds: int = option(3, low=1, high=100, help="most research rounds")
     max_subqueries: int = option(4, low=1, high=100, help="most sub-queries in a round")
     max_search_calls: int = option(24, low=1, high=10_000, help="most searches in a run")
-    max_tokens: int = option(60_000, low=1000, high=100_000_000, help="most model tokens a run may spend")
+    max_tokens: int = option(
+        60_000, low=1000, high=100_000_000, help="most model tokens a run may spend"
+    )
     max_seconds: float = option(600.0, low=10, high=864_000, help="most seconds a run may take")
     max_concurrent_calls: int = option(2, low=1, high=64, help="model calls at once")
     top_k: int = option(6, low=1, high=200, help="chunks one search returns")
@@ -118,7 +150,9 @@ class ResearchSettings:
 class UiSettings:
     theme: Theme = option("system", choices=get_args(Theme), help="the window's colours")
     first_run_done: bool = False
-    dismissed_model_notice: str = ""  # the model whose notice was dismissed (another model's shows again)
+    dismissed_model_notice: str = (
+        ""  # the model whose notice was dismissed (another model's shows again)
+    )
 
 
 @dataclass(frozen=True)
@@ -214,7 +248,10 @@ def load_settings(path: Path) -> tuple[Settings, str | None]:
         problem = f"The settings file {path} is invalid: {exc}"
     except OSError as exc:
         problem = f"The settings file {path} could not be read ({exc.strerror})."
-    return Settings(), f"{problem} Fathom started with default settings; saving settings will replace the file."
+    return (
+        Settings(),
+        f"{problem} Fathom started with default settings; saving settings will replace the file.",
+    )
 
 
 def save_settings(settings: Settings, path: Path) -> None:

@@ -25,7 +25,11 @@ PdfRenderer = Callable[[str, str], bytes]
 
 
 def render(
-    content: ReportContent, fmt: str, *, include_consulted: bool = False, pdf: PdfRenderer | None = None
+    content: ReportContent,
+    fmt: str,
+    *,
+    include_consulted: bool = False,
+    pdf: PdfRenderer | None = None,
 ) -> bytes:
     """The exported file's bytes in ``fmt`` (md, html, pdf, csv, json).
 

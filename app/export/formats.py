@@ -36,4 +36,6 @@ def format_of(path: Path | None, explicit: str | None = None) -> str:
     if suffix in _BY_SUFFIX:
         return _BY_SUFFIX[suffix]
     what = f"“{suffix}”" if suffix else "a file name without a suffix"
-    raise ExportError(f"Cannot tell the format from {what}: name a .md, .html, .pdf, .csv or .json file.")
+    raise ExportError(
+        f"Cannot tell the format from {what}: name a .md, .html, .pdf, .csv or .json file."
+    )

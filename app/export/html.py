@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+)
 STYLE = (
     "body{font-family:sans-serif;max-width:48em;margin:2em auto;padding:0 1em;line-height:1.45}"
     "blockquote{margin:0.3em 0 0.8em 0;padding-left:0.8em;border-left:3px solid #bbb;color:#333}"

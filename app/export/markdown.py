@@ -24,21 +24,31 @@ from app.core.models import Evidence
 from app.export.content import ReportContent
 from app.export.md_fences import balance_fences, classify
 from app.export.safe_markdown import code_span, neutralize_markdown, quote_text
-from app.research.citations import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, first_cited, split_report, support_headline
+from app.research.citations import (
+    OPEN_QUESTIONS_HEADING,
+    SOURCES_HEADING,
+    first_cited,
+    split_report,
+    support_headline,
+)
 from app.research.provenance import STARTER_HEADER, describe
 
 CONSULTED_HEADING = "## Also consulted"
 PROVENANCE_HEADING = "## Provenance"
 NO_SOURCE = "No source is cited."
 # a heading in the model's text that reads like one of the export's own sections
-_SECTION_LIKE = re.compile(r"^ {0,3}#{1,6}[ \t]+(?:sources|also consulted|open questions)[ \t#]*$", re.IGNORECASE)
+_SECTION_LIKE = re.compile(
+    r"^ {0,3}#{1,6}[ \t]+(?:sources|also consulted|open questions)[ \t#]*$", re.IGNORECASE
+)
 
 
 def source_entry(e: Evidence) -> str:
     """One list item: ``[n]``, the title in bold, the path (and page) in code, the passage quoted."""
     title = quote_text(e.title or Path(e.path).name) or "untitled"
     quote = quote_text(e.quote)
-    return f"- [{e.number}] **{title}** — {code_span(e.location)}" + (f"\n\n  > {quote}\n" if quote else "\n")
+    return f"- [{e.number}] **{title}** — {code_span(e.location)}" + (
+        f"\n\n  > {quote}\n" if quote else "\n"
+    )
 
 
 def _own_sections_as_text(body: str) -> str:

@@ -46,7 +46,11 @@ def fence_opener(line: str) -> Fence | None:
 
 def closes(line: str, fence: Fence) -> bool:
     match = _CLOSER.match(line.rstrip("\r\n"))
-    return match is not None and match.group(1)[0] == fence.char and len(match.group(1)) >= fence.length
+    return (
+        match is not None
+        and match.group(1)[0] == fence.char
+        and len(match.group(1)) >= fence.length
+    )
 
 
 def classify(lines: list[str]) -> Iterator[tuple[str, LineKind, Fence | None]]:

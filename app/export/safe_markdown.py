@@ -31,7 +31,9 @@ import re
 from app.export.md_fences import Fence, classify
 
 _PUNCT = r"!-/:-@\[-`{-~"
-_SCHEMES = "javascript|vbscript|data|mailto|file|tel|sms|blob|about|xmpp|ftp|news|irc|magnet|ms-[a-z-]+"
+_SCHEMES = (
+    "javascript|vbscript|data|mailto|file|tel|sms|blob|about|xmpp|ftp|news|irc|magnet|ms-[a-z-]+"
+)
 _URL = (
     r"(?:(?<![a-z0-9.+-])[a-z][a-z0-9+.-]{0,31}://"
     r"|(?:https?|ftps?)://"
@@ -154,7 +156,11 @@ def _prose(lines: list[str]) -> list[str]:
 def _code_block(fence: Fence, body: list[str]) -> list[str]:
     ticks = "`" * max(3, _longest_run("".join(body)) + 1)
     info = re.sub(r"[^\w+#.-]", "", fence.info.split()[0]) if fence.info.split() else ""
-    return [f"{ticks}{info}\n", *(line if line.endswith("\n") else line + "\n" for line in body), f"{ticks}\n"]
+    return [
+        f"{ticks}{info}\n",
+        *(line if line.endswith("\n") else line + "\n" for line in body),
+        f"{ticks}\n",
+    ]
 
 
 def neutralize_markdown(markdown: str) -> str:

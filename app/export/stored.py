@@ -20,17 +20,25 @@ def stored_content(store: RunStore, run_id: str) -> ReportContent:
     if summary is None:
         raise ExportError(f"No research run '{run_id}'. List runs with `fathom history`.")
     if summary.status == "running":
-        raise ExportError(f"Run {summary.run_id} is still in progress: export it when it has finished.")
+        raise ExportError(
+            f"Run {summary.run_id} is still in progress: export it when it has finished."
+        )
     if summary.status in ("failed", "interrupted"):
         why = f" ({summary.message})" if summary.message else ""
-        raise ExportError(f"Run {summary.run_id} {summary.status}{why}: it has no report to export.")
+        raise ExportError(
+            f"Run {summary.run_id} {summary.status}{why}: it has no report to export."
+        )
     report = store.load_report(summary.run_id)
     if report is None:
-        report = Report(markdown=summary.report_markdown, evidence=tuple(store.load_evidence(summary.run_id)))
+        report = Report(
+            markdown=summary.report_markdown, evidence=tuple(store.load_evidence(summary.run_id))
+        )
     if not report.markdown.strip() and report.table is None:
         raise ExportError(f"Run {summary.run_id} has no report to export.")
     steps = thread_steps(store, summary.run_id)
     if len(steps) > 1:
         latest = steps[-1][1]  # its evidence holds the thread's, numbered as every answer cites it
-        return ReportContent(question=steps[0][0], markdown=thread_markdown(steps), evidence=latest.evidence)
+        return ReportContent(
+            question=steps[0][0], markdown=thread_markdown(steps), evidence=latest.evidence
+        )
     return content_of(summary.question, report)

@@ -34,7 +34,12 @@ def description_prompt(name: str, chunks: Sequence[Chunk]) -> list[Message]:
         where = chunk.title or chunk.path.rsplit("/", 1)[-1]
         heading = f" ({chunk.heading_path})" if chunk.headings else ""
         excerpts.append(
-            fence(f"excerpt {i}", " ".join(chunk.text.split()), max_chars=EXCERPT_CHARS, title=where + heading)
+            fence(
+                f"excerpt {i}",
+                " ".join(chunk.text.split()),
+                max_chars=EXCERPT_CHARS,
+                title=where + heading,
+            )
         )
     user = (
         "Collection name:\n"
@@ -43,7 +48,10 @@ def description_prompt(name: str, chunks: Sequence[Chunk]) -> list[Message]:
         + "\n".join(excerpts)
         + "\n\nDescribe this collection."
     )
-    return [{"role": "system", "content": f"{SYSTEM}\n{DATA_RULE}"}, {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": f"{SYSTEM}\n{DATA_RULE}"},
+        {"role": "user", "content": user},
+    ]
 
 
 def clean_description(text: str) -> str:
@@ -62,7 +70,9 @@ def clean_description(text: str) -> str:
 async def describe_collection(model: ChatModel, name: str, chunks: Sequence[Chunk]) -> str:
     """One or two sentences on what the collection holds; ModelError if the model says nothing."""
     if not chunks:
-        raise ModelError(f"Collection '{name}' has no chunks to describe yet.", "Add documents first.")
+        raise ModelError(
+            f"Collection '{name}' has no chunks to describe yet.", "Add documents first."
+        )
     result = await model.chat(description_prompt(name, chunks), temperature=0.2, max_tokens=160)
     description = clean_description(result.content)
     if not description:

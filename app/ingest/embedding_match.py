@@ -15,7 +15,11 @@ def check_embedding_model(collection: Collection, embedder: Embedder) -> None:
     if collection.embedding_model != embedder.model_name:
         # the names differ: no need to ask a remote model its dimension (it may be down)
         raise mismatch_message(
-            collection.name, collection.embedding_model, collection.dimension, embedder.model_name, None
+            collection.name,
+            collection.embedding_model,
+            collection.dimension,
+            embedder.model_name,
+            None,
         )
     if collection.dimension != embedder.dimension:
         raise mismatch_message(

@@ -16,7 +16,8 @@ def unreadable(exc: OSError) -> IngestError:
     """Why reading a file failed: no permission (with what to do), or the system's reason."""
     if isinstance(exc, PermissionError):
         return IngestError(
-            "Fathom has no permission to read this file.", "Change its permissions or copy it elsewhere."
+            "Fathom has no permission to read this file.",
+            "Change its permissions or copy it elsewhere.",
         )
     return read_failed(exc)
 

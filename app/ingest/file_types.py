@@ -11,7 +11,12 @@ import importlib.util
 from pathlib import Path
 from typing import Literal
 
-from app.ingest.docling_formats import docling_formats, docling_suffixes, image_suffixes, not_read_reasons
+from app.ingest.docling_formats import (
+    docling_formats,
+    docling_suffixes,
+    image_suffixes,
+    not_read_reasons,
+)
 
 TEXT_SUFFIXES: frozenset[str] = frozenset(
     {
@@ -109,7 +114,17 @@ TEXT_SUFFIXES: frozenset[str] = frozenset(
 )
 
 TEXT_NAMES: frozenset[str] = frozenset(
-    {"license", "licence", "readme", "copying", "notice", "authors", "changelog", "makefile", "dockerfile"}
+    {
+        "license",
+        "licence",
+        "readme",
+        "copying",
+        "notice",
+        "authors",
+        "changelog",
+        "makefile",
+        "dockerfile",
+    }
 )
 
 FileKind = Literal["docling", "text", "image", "mail"]

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 class IndexingState:
     collection: str
     searchable: int  # documents indexed so far (a search finds them)
-    expected: int | None = None  # documents once the indexing ends; None while the files are being listed
+    expected: int | None = (
+        None  # documents once the indexing ends; None while the files are being listed
+    )
 
     @classmethod
-    def of(cls, collection: str, searchable: int, done_files: int, total_files: int | None) -> IndexingState:
+    def of(
+        cls, collection: str, searchable: int, done_files: int, total_files: int | None
+    ) -> IndexingState:
         """From the catalog's indexed count and the ingest's progress (files done of all)."""
         if total_files is None:
             return cls(collection, searchable)
@@ -35,5 +39,9 @@ class IndexingState:
 
     def partial_sentence(self) -> str:
         """What a run over this collection is told."""
-        searchable = self.progress() if self.expected is None else f"{self.searchable:,} of {self.expected:,}"
+        searchable = (
+            self.progress()
+            if self.expected is None
+            else f"{self.searchable:,} of {self.expected:,}"
+        )
         return f"{self.collection} is still being indexed ({searchable} documents searchable)"

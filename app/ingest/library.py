@@ -86,13 +86,17 @@ class Library:
         self._owns_embedder = embedder is None  # made here from the settings: closed here too
         self._threads = ingest_threads(settings.ingest.workers)  # 0: sized to the machine's cores
         self._workers = self._threads.embed
-        self._embed_executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="fathom-embed")
+        self._embed_executor = ThreadPoolExecutor(
+            max_workers=self._workers, thread_name_prefix="fathom-embed"
+        )
         self._store_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fathom-store")
         self._converters: ConversionPool | None = None
         self._retriever = Retriever(catalog, store, self.embedder, self._embed_executor)
         self._converter_kind: ExecutorKind = converter_kind
         self._ingesting: set[str] = set()
-        self._ingest_progress: dict[str, tuple[int, int | None]] = {}  # collection: (files done, files in all)
+        self._ingest_progress: dict[
+            str, tuple[int, int | None]
+        ] = {}  # collection: (files done, files in all)
         self._closed = False
 
     @classmethod
@@ -123,7 +127,13 @@ class Library:
             lock.close()
             raise
         library = cls(
-            settings, paths, catalog=catalog, store=store, lock=lock, embedder=embedder, converter_kind=converter_kind
+            settings,
+            paths,
+            catalog=catalog,
+            store=store,
+            lock=lock,
+            embedder=embedder,
+            converter_kind=converter_kind,
         )
         try:
             library.recovery = library.ledger.recover()
@@ -131,10 +141,14 @@ class Library:
         except BaseException:
             library._close_sync()
             raise
-        if store.lite_path is not None:  # so that `fathom search` can read while this process holds it
+        if (
+            store.lite_path is not None
+        ):  # so that `fathom search` can read while this process holds it
             reader_address.publish(paths, store.lite_path)
         # the files opening made (all of a new library's; the search engine's logs)
-        make_private([paths.data_dir, paths.config_dir, paths.cache_dir], except_under=[paths.exports_dir])
+        make_private(
+            [paths.data_dir, paths.config_dir, paths.cache_dir], except_under=[paths.exports_dir]
+        )
         if opened and made_before:
             library.notices.append(
                 f"Made the library private to you: {opened:,} of its files and folders could be read by other "
@@ -143,7 +157,9 @@ class Library:
         return library
 
     @classmethod
-    def open_to_search(cls, settings: Settings, paths: AppPaths, *, embedder: Embedder | None = None) -> Library:
+    def open_to_search(
+        cls, settings: Settings, paths: AppPaths, *, embedder: Embedder | None = None
+    ) -> Library:
         """Open the data dir to search it only: as :meth:`open` when no other Fathom
         holds it; else through the holder's Milvus Lite server, the catalog read
         read-only and nothing written (see :mod:`app.store.reader_address`). Raises
@@ -204,10 +220,15 @@ class Library:
         """Take new settings; a changed embedding model is used from the next ingest or
         search on (collections built with the old one then ask for a re-index)."""
         if self._ingesting:
-            raise StoreError("Settings cannot change while documents are being indexed.", "Stop the indexing first.")
+            raise StoreError(
+                "Settings cannot change while documents are being indexed.",
+                "Stop the indexing first.",
+            )
         if settings.embedding == self.settings.embedding:
             if _converter_settings(settings) != _converter_settings(self.settings):
-                await self._run(self._drop_converters)  # the next ingest starts them with the new ones
+                await self._run(
+                    self._drop_converters
+                )  # the next ingest starts them with the new ones
             self.settings = settings
             return
         await self._run(self._drop_embedder)
@@ -233,7 +254,11 @@ class Library:
     async def collections_needing_reindex(self) -> list[Collection]:
         """Collections built with another embedding model than the one in use."""
         current = await self.embedding_model()
-        return [c for c in await self.collections() if c.embedding_model and c.embedding_model != current]
+        return [
+            c
+            for c in await self.collections()
+            if c.embedding_model and c.embedding_model != current
+        ]
 
     def embedder(self) -> Embedder:
         """The embedder in use (created on first call; loading the model is lazy too)."""
@@ -246,14 +271,17 @@ class Library:
             embedder = self.embedder()
             config = ConverterConfig(
                 tokenizer_json=embedder.tokenizer.to_str(),
-                max_tokens=chunk_token_limit(embedder.max_tokens, self.settings.ingest.chunk_max_tokens),
+                max_tokens=chunk_token_limit(
+                    embedder.max_tokens, self.settings.ingest.chunk_max_tokens
+                ),
                 docling_artifacts_path=self.settings.ingest.docling_artifacts_path,
                 ocr=self.settings.ingest.ocr,
             )
             # Conversion is ~12% of the CPU that embedding takes (Markdown, native PDF text):
             # one converter per eight embedding threads keeps them fed (pipeline/machine.py).
             limits = ConvertLimits(
-                memory_mb=self.settings.ingest.memory_per_file_mb, seconds=self.settings.ingest.seconds_per_file
+                memory_mb=self.settings.ingest.memory_per_file_mb,
+                seconds=self.settings.ingest.seconds_per_file,
             )
             self._converters = ConversionPool(
                 config, workers=self._threads.converters, kind=self._converter_kind, limits=limits
@@ -275,7 +303,9 @@ class Library:
         if existing is not None:
             await self._run(check_embedding_model, existing, embedder)
         dimension = await self._run(lambda: embedder.dimension)
-        return await self._write(self.ledger.create_collection, name, description, embedder.model_name, dimension)
+        return await self._write(
+            self.ledger.create_collection, name, description, embedder.model_name, dimension
+        )
 
     async def set_description(self, name: str, description: str) -> None:
         await self._write(self.catalog.set_description, name, description.strip())
@@ -332,7 +362,9 @@ class Library:
             raise StoreError(f"Collection '{collection}' is being ingested; stop the ingest first.")
         embedder = await self._run(self.embedder)
         dimension = await self._run(lambda: embedder.dimension)
-        await self._write(self.ledger.reset_collection, existing.name, embedder.model_name, dimension)
+        await self._write(
+            self.ledger.reset_collection, existing.name, embedder.model_name, dimension
+        )
         async with aclosing(self._rescan(existing.name, False)) as events:
             async for event in events:
                 yield event
@@ -343,18 +375,24 @@ class Library:
         """Compare the catalog with the vector store, document by document (no changes)."""
         return await self._write(check_library, self.catalog, self.store, collections)
 
-    async def repair(self, on_event: Callable[[IngestEvent], None] | None = None) -> tuple[CheckResult, CheckResult]:
+    async def repair(
+        self, on_event: Callable[[IngestEvent], None] | None = None
+    ) -> tuple[CheckResult, CheckResult]:
         """Find drift between catalog and vector store and fix it: orphan chunks and
         stray collections are deleted, documents with missing chunks are converted and
         embedded again (their ingest events go to ``on_event``). Returns the check
         before and the check after."""
         busy = sorted(self._ingesting)
         if busy:
-            raise StoreError(f"Collection '{busy[0]}' is being ingested; repair when it has finished.")
+            raise StoreError(
+                f"Collection '{busy[0]}' is being ingested; repair when it has finished."
+            )
         before = await self.check()
         if before.consistent:
             return before, before
-        redo = await self._write(lambda: self.ledger.fix(before.drift, drop_orphan_collections=self.store.is_lite))
+        redo = await self._write(
+            lambda: self.ledger.fix(before.drift, drop_orphan_collections=self.store.is_lite)
+        )
         for name in sorted({d.collection for d in redo}):
             files = [Path(d.path) for d in redo if d.collection == name]
             await self.create_collection(name)
@@ -373,7 +411,12 @@ class Library:
     # -- ingest -----------------------------------------------------------------------
 
     async def ingest(
-        self, paths: Sequence[Path], collection: str, *, description: str | None = None, retry: bool = False
+        self,
+        paths: Sequence[Path],
+        collection: str,
+        *,
+        description: str | None = None,
+        retry: bool = False,
     ) -> AsyncGenerator[IngestEvent, None]:
         """Index files/folders into ``collection`` (created if missing); events as it goes.
         Ends with IngestFinished. Cancelling the iteration stops cleanly (resumable).
@@ -404,7 +447,9 @@ class Library:
         self, name: str, roots: list[Path], *, retry: bool = False
     ) -> AsyncGenerator[IngestEvent, None]:
         if name in self._ingesting:
-            raise StoreError(f"Collection '{name}' is already being ingested.", "Wait for that ingest to finish.")
+            raise StoreError(
+                f"Collection '{name}' is already being ingested.", "Wait for that ingest to finish."
+            )
         self._ingesting.add(name)
         try:
             # Loading the tokenizer and starting the converter process take a moment:
@@ -443,7 +488,9 @@ class Library:
             states.append(IndexingState.of(name, found.documents if found else 0, done, total))
         return states
 
-    async def write_description(self, collection: str, model: ChatModel, *, samples: int = 8) -> str:
+    async def write_description(
+        self, collection: str, model: ChatModel, *, samples: int = 8
+    ) -> str:
         """Have ``model`` describe the collection from a sample of its chunks, and save it."""
         from app.ingest.describe import describe_collection
 
@@ -463,7 +510,9 @@ class Library:
         top_k: int = 10,
     ) -> list[list[Hit]]:
         """Search ``collections`` (all by default) for every query; result i answers query i."""
-        return await self._retriever.search(queries, collections=collections, mode=mode, top_k=top_k)
+        return await self._retriever.search(
+            queries, collections=collections, mode=mode, top_k=top_k
+        )
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts`` by the embedding model in use (what the claim check
@@ -502,7 +551,9 @@ def _mark_interrupted_research(paths: AppPaths) -> int:
 def _clean_name(name: str) -> str:
     cleaned = " ".join(name.split())
     if not cleaned:
-        raise StoreError("A collection needs a name.", "Give it a name of at least one visible character.")
+        raise StoreError(
+            "A collection needs a name.", "Give it a name of at least one visible character."
+        )
     if len(cleaned) > 200:
         raise StoreError("A collection name can be at most 200 characters.")
     return cleaned

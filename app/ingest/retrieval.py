@@ -25,7 +25,11 @@ class Retriever:
     """The library's read side; :class:`~app.ingest.library.Library` hands its calls here."""
 
     def __init__(
-        self, catalog: Catalog, store: VectorStore, embedder: Callable[[], Embedder], embed_executor: Executor
+        self,
+        catalog: Catalog,
+        store: VectorStore,
+        embedder: Callable[[], Embedder],
+        embed_executor: Executor,
     ) -> None:
         self.catalog = catalog
         self.store = store
@@ -52,34 +56,46 @@ class Retriever:
             missing = [n for n in collections if n not in known]
             if missing:
                 listing = ", ".join(sorted(known)) or "none yet"
-                raise CollectionNotFound(f"There is no collection named '{missing[0]}' (collections: {listing}).")
+                raise CollectionNotFound(
+                    f"There is no collection named '{missing[0]}' (collections: {listing})."
+                )
             names = list(dict.fromkeys(collections))
         names = [n for n in names if known[n].chunks > 0]
         if not names:
             return [[] for _ in queries]
         vectors = None
-        if mode != "bm25" or not self.store.keyword_search_available:  # (a server without BM25 searches by meaning)
+        if (
+            mode != "bm25" or not self.store.keyword_search_available
+        ):  # (a server without BM25 searches by meaning)
             embedder = await asyncio.to_thread(self.embedder)
             for name in names:
                 await asyncio.to_thread(check_embedding_model, known[name], embedder)
             vectors = await self.embed(list(queries), embedder)
         if len(names) == 1:
-            return await asyncio.to_thread(self.store.search, names[0], list(queries), vectors, mode=mode, top_k=top_k)
+            return await asyncio.to_thread(
+                self.store.search, names[0], list(queries), vectors, mode=mode, top_k=top_k
+            )
         # several collections are ranked as one library (app/store/library_ranking.py)
-        return await asyncio.to_thread(self.store.search_library, names, list(queries), vectors, mode=mode, top_k=top_k)
+        return await asyncio.to_thread(
+            self.store.search_library, names, list(queries), vectors, mode=mode, top_k=top_k
+        )
 
     async def embed(self, texts: list[str], embedder: Embedder | None = None) -> np.ndarray:
         """Vectors of ``texts`` by ``embedder`` (default: the one in use), on the embedding threads."""
         chosen = embedder if embedder is not None else await asyncio.to_thread(self.embedder)
         loop = asyncio.get_running_loop()
-        return np.asarray(await loop.run_in_executor(self.embed_executor, chosen.embed, texts), dtype=np.float32)
+        return np.asarray(
+            await loop.run_in_executor(self.embed_executor, chosen.embed, texts), dtype=np.float32
+        )
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (any collection), e.g. for the source viewer; in the order asked,
         ids not found left out."""
         if not chunk_ids:
             return []
-        docs = await asyncio.to_thread(self.catalog.documents_by_id, [doc_id_of_chunk(c) for c in chunk_ids])
+        docs = await asyncio.to_thread(
+            self.catalog.documents_by_id, [doc_id_of_chunk(c) for c in chunk_ids]
+        )
         by_collection: dict[str, list[str]] = {}
         for chunk_id in chunk_ids:
             doc = docs.get(doc_id_of_chunk(chunk_id))

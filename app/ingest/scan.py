@@ -78,14 +78,23 @@ def is_own(path: Path, own: Sequence[Path]) -> bool:
     real = Path(os.path.realpath(path))
     if any(real == folder or folder in real.parents for folder in own):
         return True
-    return real.is_dir() and any(all((real / name).exists() for name in mark) for mark in _LIBRARY_MARKS)
+    return real.is_dir() and any(
+        all((real / name).exists() for name in mark) for mark in _LIBRARY_MARKS
+    )
 
 
-def scan(paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True, links_outside: bool = False) -> ScanResult:
+def scan(
+    paths: Sequence[Path], max_file_mb: float, *, ocr: bool = True, links_outside: bool = False
+) -> ScanResult:
     """Walk ``paths`` (files or folders); the files to index, sorted, each once. A
     symbolic link in a folder that points outside it is followed only with ``links_outside``."""
     result = ScanResult()
-    rules = _Rules(limit=int(max_file_mb * 1024 * 1024), ocr=ocr, own=tuple(own_folders()), links_outside=links_outside)
+    rules = _Rules(
+        limit=int(max_file_mb * 1024 * 1024),
+        ocr=ocr,
+        own=tuple(own_folders()),
+        links_outside=links_outside,
+    )
     seen_files: dict[tuple[int, int], Path] = {}
     seen_dirs: set[tuple[int, int]] = set()
     for given in paths:
@@ -123,24 +132,33 @@ def _walk(
         if key in seen_dirs:
             if folder.is_symlink():
                 result.skipped.append(
-                    Skipped(display_path(folder), "A symbolic link loop: this folder was already scanned.")
+                    Skipped(
+                        display_path(folder),
+                        "A symbolic link loop: this folder was already scanned.",
+                    )
                 )
             continue
         seen_dirs.add(key)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: os.fsencode(e.name))
         except PermissionError:
-            result.skipped.append(Skipped(display_path(folder), "Fathom has no permission to open this folder."))
+            result.skipped.append(
+                Skipped(display_path(folder), "Fathom has no permission to open this folder.")
+            )
             continue
         except OSError as exc:
-            result.skipped.append(Skipped(display_path(folder), f"The folder could not be read ({exc.strerror})."))
+            result.skipped.append(
+                Skipped(display_path(folder), f"The folder could not be read ({exc.strerror}).")
+            )
             continue
         subfolders = []
         for entry in entries:
             path = folder / entry.name
             if entry.name.startswith("."):
                 kind = "folder" if _is_dir(entry) else "file"
-                result.skipped.append(Skipped(display_path(path), f"Hidden {kind}; Fathom skips hidden items."))
+                result.skipped.append(
+                    Skipped(display_path(path), f"Hidden {kind}; Fathom skips hidden items.")
+                )
                 continue
             entry_info = _stat(path, result)
             if entry_info is None:
@@ -157,7 +175,10 @@ def _walk(
                 _consider_file(path, entry_info, result, rules, seen_files)
             else:
                 result.skipped.append(
-                    Skipped(display_path(path), "Not a regular file (a device, pipe or socket); Fathom skips it.")
+                    Skipped(
+                        display_path(path),
+                        "Not a regular file (a device, pipe or socket); Fathom skips it.",
+                    )
                 )
         stack.extend(reversed(subfolders))
 
@@ -213,7 +234,11 @@ def _consider_file(
     first = seen_files.get(key)
     if first is not None:
         if first != path:  # (the same path given twice is simply taken once)
-            result.skipped.append(Skipped(display_path(path), f"The same file as {display_path(first)}; indexed once."))
+            result.skipped.append(
+                Skipped(
+                    display_path(path), f"The same file as {display_path(first)}; indexed once."
+                )
+            )
         return
     seen_files[key] = path
     result.files.append(ScannedFile(path=path, size=info.st_size, mtime=info.st_mtime))

@@ -74,11 +74,15 @@ class FolderWatcher:
         self._lock = threading.Lock()
         self._roots: dict[str, list[Path]] = {}  # collection → its folders and files
         self._watches: dict[Path, Any] = {}  # watched folder → watchdog's handle
-        self._missing: set[Path] = set()  # roots that were not there (or showed nothing) at the last look
+        self._missing: set[Path] = (
+            set()
+        )  # roots that were not there (or showed nothing) at the last look
         self._pending: dict[str, _Pending] = {}
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="fathom-watch", daemon=True)
-        self.settled_batches = 0  # how many times on_settled was called (for tests and the terminal)
+        self.settled_batches = (
+            0  # how many times on_settled was called (for tests and the terminal)
+        )
 
     # -- what is watched ------------------------------------------------------------
 
@@ -118,7 +122,9 @@ class FolderWatcher:
         self._missing = set()
         for roots in self._roots.values():
             for root in roots:
-                if not_there(root):  # an empty mount point too: a drive mounted on it later is watched anew
+                if not_there(
+                    root
+                ):  # an empty mount point too: a drive mounted on it later is watched anew
                     self._missing.add(root)
                 elif root.is_dir():
                     wanted[root] = True
@@ -136,7 +142,9 @@ class FolderWatcher:
             if folder in self._watches:
                 continue
             try:
-                self._watches[folder] = self._observer.schedule(handler, str(folder), recursive=recursive)
+                self._watches[folder] = self._observer.schedule(
+                    handler, str(folder), recursive=recursive
+                )
             except OSError as exc:  # gone between the look and the watch, or no permission
                 log.info("cannot watch %s: %s", folder, exc)
                 self._missing.add(folder)
@@ -188,7 +196,11 @@ class FolderWatcher:
             before = set(self._missing)
             self._refresh_watches()
             changed = before ^ self._missing
-            moved = [name for name, roots in self._roots.items() if any(root in changed for root in roots)]
+            moved = [
+                name
+                for name, roots in self._roots.items()
+                if any(root in changed for root in roots)
+            ]
             for collection in moved:
                 self._pending.setdefault(collection, _Pending(now, now))
         if moved and self._on_presence is not None:

@@ -72,7 +72,9 @@ class ModelBackend(ABC):
     ) -> AsyncIterator[ChatDelta]:
         """The reply to ``messages``, streamed (``stream()``'s work)."""
 
-    async def _chat(self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None) -> ChatResult:
+    async def _chat(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
+    ) -> ChatResult:
         """``chat()``'s work: the stream gathered into one result."""
         return await collect_stream(
             self.stream(messages, temperature=temperature, max_tokens=max_tokens), self.model_name
@@ -80,7 +82,11 @@ class ModelBackend(ABC):
 
     @abstractmethod
     async def _structured_attempts(
-        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        temperature: float | None,
+        budget: int,
     ) -> tuple[Attempt, Sequence[Message]]:
         """How this back end asks for one reply valid against ``schema`` (already hardened)
         within ``budget`` tokens, and the conversation to start from (``messages``, or

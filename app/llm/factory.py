@@ -47,7 +47,9 @@ async def _probe_ollama(settings: Settings) -> BackendStatus:
     except ModelError as exc:
         return BackendStatus("ollama", False, [], str(exc), host)
     detail = (
-        f"{len(models)} model(s) installed" if models else "running, but no model is pulled (`ollama pull qwen3:8b`)"
+        f"{len(models)} model(s) installed"
+        if models
+        else "running, but no model is pulled (`ollama pull qwen3:8b`)"
     )
     return BackendStatus("ollama", True, models, detail, host)
 
@@ -55,12 +57,16 @@ async def _probe_ollama(settings: Settings) -> BackendStatus:
 async def _probe_openai(settings: Settings) -> BackendStatus:
     base_url = settings.model.openai.base_url
     if not base_url:
-        return BackendStatus("openai", False, [], "not configured (model.openai.base_url is empty)", "")
+        return BackendStatus(
+            "openai", False, [], "not configured (model.openai.base_url is empty)", ""
+        )
     from app.llm.keys import get_api_key
     from app.llm.openai_backend import OpenAICompatibleModel
 
     key = await asyncio.to_thread(get_api_key, base_url)
-    model = OpenAICompatibleModel(base_url, settings.model.openai.model, api_key=key, timeout_s=PROBE_TIMEOUT_S)
+    model = OpenAICompatibleModel(
+        base_url, settings.model.openai.model, api_key=key, timeout_s=PROBE_TIMEOUT_S
+    )
     try:
         models = await model.list_models()
     except ModelError as exc:
@@ -119,7 +125,11 @@ def _ollama_model(settings: Settings, model: str) -> ChatModel:
 
     m = settings.model
     return OllamaModel(
-        model, host=m.ollama.host, think=m.ollama.think, temperature=m.temperature, timeout_s=m.timeout_s
+        model,
+        host=m.ollama.host,
+        think=m.ollama.think,
+        temperature=m.temperature,
+        timeout_s=m.timeout_s,
     )
 
 
@@ -201,7 +211,8 @@ def make_chat_model(settings: Settings, *, ollama_models: list[str] | None = Non
         return _ollama_model(settings, settings.model.ollama.model)
     if backend != "auto":
         raise ModelUnavailable(
-            f"Unknown model back end '{backend}' in Settings.", f"Use one of: {', '.join(BACKENDS)}."
+            f"Unknown model back end '{backend}' in Settings.",
+            f"Use one of: {', '.join(BACKENDS)}.",
         )
     if ollama_models is None:
         ollama_models = _blocking_ollama_probe(settings.model.ollama.host)
@@ -247,7 +258,9 @@ def make_embedding_client(settings: Settings) -> ChatModel:
         from app.llm.ollama_backend import OllamaModel
 
         host = embedding.base_url or settings.model.ollama.host
-        return OllamaModel(embedding.model, host=host, think=False, timeout_s=settings.model.timeout_s)
+        return OllamaModel(
+            embedding.model, host=host, think=False, timeout_s=settings.model.timeout_s
+        )
     if embedding.backend == "openai":
         from app.llm.keys import get_api_key
         from app.llm.openai_backend import OpenAICompatibleModel
@@ -259,7 +272,10 @@ def make_embedding_client(settings: Settings) -> ChatModel:
                 "Enter the endpoint's address in Settings (embedding.base_url, e.g. http://127.0.0.1:8080/v1).",
             )
         return OpenAICompatibleModel(
-            base_url, embedding.model, api_key=get_api_key(base_url), timeout_s=settings.model.timeout_s
+            base_url,
+            embedding.model,
+            api_key=get_api_key(base_url),
+            timeout_s=settings.model.timeout_s,
         )
     raise ModelUnavailable(
         f"Unknown embedding back end '{embedding.backend}'.",

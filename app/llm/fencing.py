@@ -67,7 +67,8 @@ _ENTITY = re.compile(r"&(?:lt|gt|vert|verbar|#0*(?:60|62|124)|#x0*(?:3c|3e|7c));
 _TAG = re.compile(r"<(\s*[/!?|]*\s*[^\W\d_][^<>\n]{0,120})>")
 _OPEN = re.compile(r"<(?=\s*[/!?|]*\s*[^\W\d_])")
 _BRACKET_TOKEN = re.compile(
-    r"\[\s*/?\s*(?:INST|SYS|SYSTEM|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\s*\]", re.IGNORECASE
+    r"\[\s*/?\s*(?:INST|SYS|SYSTEM|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\s*\]",
+    re.IGNORECASE,
 )
 _BLANKS = re.compile(r"[ \t]+")
 
@@ -75,7 +76,9 @@ _BLANKS = re.compile(r"[ \t]+")
 def _visible(text: str) -> str:
     """``text`` with look-alikes folded: angle-bracket and bar entities decoded,
     :data:`_LOOKALIKES` folded, invisible format characters (zero-width, bidi) removed."""
-    text = _ENTITY.sub(lambda m: html.unescape(m.group(0) if m.group(0).endswith(";") else m.group(0) + ";"), text)
+    text = _ENTITY.sub(
+        lambda m: html.unescape(m.group(0) if m.group(0).endswith(";") else m.group(0) + ";"), text
+    )
     return "".join(ch for ch in text.translate(_LOOKALIKES) if unicodedata.category(ch) != "Cf")
 
 

@@ -63,14 +63,17 @@ class KeyringState:
         if not self.available:
             if self.env_key:
                 return (
-                    f"No OS keyring on this system: Fathom uses the {w.short} in the environment variable {w.env_var}."
+                    f"No OS keyring on this system: Fathom uses the {w.short} "
+                    f"in the environment variable {w.env_var}."
                 )
             return (
                 f"No OS keyring on this system, so Fathom cannot keep {w.a_secret}. "
                 f"Set the environment variable {w.env_var} before starting Fathom."
             )
         if self.problem:
-            return f"The OS keyring could not be read ({self.problem}). Unlock it, or set {w.env_var}."
+            return (
+                f"The OS keyring could not be read ({self.problem}). Unlock it, or set {w.env_var}."
+            )
         if not base_url:
             return f"Fill in the {w.field}: the {w.short} is stored in the OS keyring under it."
         if self.has_key:
@@ -93,7 +96,9 @@ def keyring_state(base_url: str, wording: Wording = API_KEY) -> KeyringState:
     try:
         stored = keyring.get_password(SERVICE, base_url)
     except keyring.errors.KeyringError as exc:
-        return KeyringState(True, name, False, env_key, problem=str(exc) or type(exc).__name__, wording=wording)
+        return KeyringState(
+            True, name, False, env_key, problem=str(exc) or type(exc).__name__, wording=wording
+        )
     return KeyringState(True, name, bool(stored), env_key, wording=wording)
 
 

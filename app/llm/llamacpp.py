@@ -44,7 +44,8 @@ DEFAULT_MAX_TOKENS = 1024
 # strings; this rule keeps them out (escapes such as \n stay allowed).
 _CHAR_RULE = re.compile(r"^char ::= .*$", re.MULTILINE)
 _SAFE_CHAR_RULE = (
-    r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+    r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | '
+    r'"u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
 )
 
 _Emit = Callable[[tuple[str, Any]], None]
@@ -89,7 +90,9 @@ class LlamaCppModel(ModelBackend):
         self._n_gpu_layers = n_gpu_layers
         self._temperature = temperature
         self._timeout_s = timeout_s
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="llamacpp"
+        )
         self._lock = threading.Lock()
         self._llm: Llama | None = None
         self._embedder: Llama | None = None
@@ -157,7 +160,9 @@ class LlamaCppModel(ModelBackend):
                 if stop.is_set():
                     return
                 llm = self._load()
-                grammar = LlamaGrammar.from_string(grammar_text, verbose=False) if grammar_text else None
+                grammar = (
+                    LlamaGrammar.from_string(grammar_text, verbose=False) if grammar_text else None
+                )
                 started = time.perf_counter()
                 # The sampler is seeded afresh for every call, so a reply does not depend on how
                 # many tokens earlier calls drew. (The cache of a shared prompt prefix is still
@@ -185,7 +190,9 @@ class LlamaCppModel(ModelBackend):
                         if choice.get("finish_reason"):  # type: ignore[union-attr]
                             finish = str(choice["finish_reason"])  # type: ignore[index]
                     close = getattr(chunks, "close", None)
-                    if close is not None:  # a cancelled generation: release llama.cpp's generator now
+                    if (
+                        close is not None
+                    ):  # a cancelled generation: release llama.cpp's generator now
                         close()
                 except ValueError as exc:  # prompt longer than the context window, bad grammar
                     raise ModelError(
@@ -247,7 +254,9 @@ class LlamaCppModel(ModelBackend):
             while True:
                 remaining = deadline - loop.time()
                 try:
-                    kind, payload = await asyncio.wait_for(queue.get(), timeout=max(remaining, 0.001))
+                    kind, payload = await asyncio.wait_for(
+                        queue.get(), timeout=max(remaining, 0.001)
+                    )
                 except TimeoutError:
                     raise ModelTimeout(
                         f"The model {self._name} did not finish within {self._timeout_s:.0f} s.",
@@ -278,7 +287,9 @@ class LlamaCppModel(ModelBackend):
     ) -> AsyncIterator[ChatDelta]:
         """Reply deltas with ``<think>`` reasoning split off (optionally under a GBNF grammar)."""
         splitter = ThinkSplitter()
-        async for kind, payload in self._raw_stream(messages, temperature, max_tokens, grammar_text):
+        async for kind, payload in self._raw_stream(
+            messages, temperature, max_tokens, grammar_text
+        ):
             if kind == "text":
                 for channel, text in splitter.feed(payload):
                     yield ChatDelta(kind=channel, text=text)
@@ -288,7 +299,11 @@ class LlamaCppModel(ModelBackend):
                 yield ChatDelta(kind="done", usage=payload[0])
 
     async def _structured_attempts(
-        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        temperature: float | None,
+        budget: int,
     ) -> tuple[Attempt, Sequence[Message]]:
         # Building the grammar imports llama_cpp and walks the schema: off the event loop.
         grammar_text = await asyncio.to_thread(_cached_grammar, json.dumps(schema, sort_keys=True))
@@ -323,7 +338,9 @@ class LlamaCppModel(ModelBackend):
     async def embed(self, texts: Sequence[str]) -> EmbedResult:
         started = time.perf_counter()
         vectors, tokens = await self._submit(self._embed_sync, list(texts))
-        usage = Usage(prompt_tokens=tokens, latency_s=time.perf_counter() - started, model=self._name)
+        usage = Usage(
+            prompt_tokens=tokens, latency_s=time.perf_counter() - started, model=self._name
+        )
         return EmbedResult(vectors=vectors, usage=usage)
 
     async def list_models(self) -> list[str]:

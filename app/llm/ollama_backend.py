@@ -43,7 +43,9 @@ class OllamaModel(ModelBackend):
         self._think = think
         self._temperature = temperature
         self._timeout_s = timeout_s
-        self._client = ollama.AsyncClient(host=self._host, timeout=httpx.Timeout(timeout_s, connect=5.0))
+        self._client = ollama.AsyncClient(
+            host=self._host, timeout=httpx.Timeout(timeout_s, connect=5.0)
+        )
         self._think_supported: bool | None = None
 
     @property
@@ -72,7 +74,9 @@ class OllamaModel(ModelBackend):
             )
         return ModelError(f"Ollama at {self._host} refused the request: {text}.")
 
-    def _options(self, temperature: float | None, max_tokens: int | None, default_max: int) -> dict[str, Any]:
+    def _options(
+        self, temperature: float | None, max_tokens: int | None, default_max: int
+    ) -> dict[str, Any]:
         return {
             "temperature": self._temperature if temperature is None else temperature,
             "num_predict": max_tokens or default_max,
@@ -131,7 +135,9 @@ class OllamaModel(ModelBackend):
         think = self._think and self._think_supported is not False
         emitted = False
         try:
-            async for delta in self._chat_stream(messages, options=options, format=format, think=think):
+            async for delta in self._chat_stream(
+                messages, options=options, format=format, think=think
+            ):
                 emitted = True
                 yield delta
             if think:
@@ -140,7 +146,9 @@ class OllamaModel(ModelBackend):
             if not think or emitted or "think" not in str(exc).lower():
                 raise
             self._think_supported = False
-            async for delta in self._chat_stream(messages, options=options, format=format, think=False):
+            async for delta in self._chat_stream(
+                messages, options=options, format=format, think=False
+            ):
                 yield delta
 
     async def _stream(
@@ -151,10 +159,17 @@ class OllamaModel(ModelBackend):
             yield delta
 
     async def _structured_attempts(
-        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        temperature: float | None,
+        budget: int,
     ) -> tuple[Attempt, Sequence[Message]]:
         options = self._options(temperature, budget, budget)
-        guided: list[Message] = [{"role": "system", "content": schema_instruction(schema)}, *messages]
+        guided: list[Message] = [
+            {"role": "system", "content": schema_instruction(schema)},
+            *messages,
+        ]
 
         async def generate(attempt: Sequence[Message]) -> RawReply:
             deltas = self._with_think_fallback(attempt, options=options, format=schema)

@@ -79,7 +79,11 @@ async def list_ollama_models(host: str, *, timeout_s: float = 5.0) -> list[Ollam
             response = await client.list()
         except OLLAMA_ERRORS as exc:
             raise ollama_error(
-                exc, host, refused=lambda e: ModelError(f"Ollama at {host} could not list its models: {e.error}.")
+                exc,
+                host,
+                refused=lambda e: ModelError(
+                    f"Ollama at {host} could not list its models: {e.error}."
+                ),
             ) from exc
     models: list[OllamaModelInfo] = []
     for entry in response.models:
@@ -100,7 +104,9 @@ async def list_ollama_models(host: str, *, timeout_s: float = 5.0) -> list[Ollam
     return models
 
 
-async def ollama_models_if_running(host: str, *, timeout_s: float = 2.0) -> list[OllamaModelInfo] | None:
+async def ollama_models_if_running(
+    host: str, *, timeout_s: float = 2.0
+) -> list[OllamaModelInfo] | None:
     """Ollama's models, or None when it does not answer (it is optional)."""
     try:
         return await list_ollama_models(host, timeout_s=timeout_s)

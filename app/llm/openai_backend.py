@@ -84,7 +84,9 @@ class OpenAICompatibleModel(ModelBackend):
             timeout=openai.Timeout(timeout_s, connect=5.0),
             max_retries=0,  # one retry, done here, only on transient errors
         )
-        self._completions: Any = self._client.chat.completions  # Any: its overloads fit no dict messages
+        self._completions: Any = (
+            self._client.chat.completions
+        )  # Any: its overloads fit no dict messages
         self._embeds_per_token = False  # learnt from the first reply: see embed()
         self.json_schema_supported: bool | None = None  # learnt on the first structured call
 
@@ -244,13 +246,21 @@ class OpenAICompatibleModel(ModelBackend):
         )
         return RawReply(content=content, reasoning=reasoning, usage=_with_latency(usage, started))
 
-    async def _chat(self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None) -> ChatResult:
+    async def _chat(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
+    ) -> ChatResult:
         """One request, not streamed."""
-        reply = await self._complete(messages, temperature=temperature, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
+        reply = await self._complete(
+            messages, temperature=temperature, max_tokens=max_tokens or DEFAULT_MAX_TOKENS
+        )
         return ChatResult(content=reply.content, reasoning=reply.reasoning, usage=reply.usage)
 
     async def _structured_attempts(
-        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        temperature: float | None,
+        budget: int,
     ) -> tuple[Attempt, Sequence[Message]]:
         async def generate(attempt: Sequence[Message]) -> RawReply:
             if self.json_schema_supported is not False:
@@ -276,11 +286,18 @@ class OpenAICompatibleModel(ModelBackend):
         return generate, messages
 
     async def _complete_json_object(
-        self, messages: Sequence[Message], schema: dict[str, Any], temperature: float | None, budget: int
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        temperature: float | None,
+        budget: int,
     ) -> RawReply:
         """The fallback: ``json_object`` with the schema in the prompt (and in the
         request, which llama-cpp-python's server turns into a grammar)."""
-        guided: list[Message] = [{"role": "system", "content": schema_instruction(schema)}, *messages]
+        guided: list[Message] = [
+            {"role": "system", "content": schema_instruction(schema)},
+            *messages,
+        ]
         try:
             return await self._complete(
                 guided,
@@ -292,7 +309,10 @@ class OpenAICompatibleModel(ModelBackend):
             if not _rejected_format(exc):
                 raise
         return await self._complete(
-            guided, temperature=temperature, max_tokens=budget, response_format={"type": "json_object"}
+            guided,
+            temperature=temperature,
+            max_tokens=budget,
+            response_format={"type": "json_object"},
         )
 
     # -- models and embeddings ------------------------------------------------
@@ -317,11 +337,17 @@ class OpenAICompatibleModel(ModelBackend):
 
     async def _embeddings(self, model: str, texts: Sequence[str]) -> tuple[list[Any], int]:
         """The raw embeddings of one request, in input order, and its prompt tokens."""
-        response = await self._call(lambda: self._client.embeddings.create(model=model, input=list(texts)))
+        response = await self._call(
+            lambda: self._client.embeddings.create(model=model, input=list(texts))
+        )
         ordered = sorted(response.data, key=lambda item: item.index)
-        return [item.embedding for item in ordered], response.usage.prompt_tokens if response.usage else 0
+        return [
+            item.embedding for item in ordered
+        ], response.usage.prompt_tokens if response.usage else 0
 
-    async def _embed_one_by_one(self, model: str, texts: Sequence[str]) -> tuple[list[list[float]], int]:
+    async def _embed_one_by_one(
+        self, model: str, texts: Sequence[str]
+    ) -> tuple[list[list[float]], int]:
         vectors: list[list[float]] = []
         tokens = 0
         for text in texts:

@@ -73,7 +73,11 @@ def worst_case_chars(node: Any, depth: int = 0) -> int:
             size = int(node.get("maxLength", DEFAULT_MAX_STRING)) * 2 + 3  # escapes can double it
         elif kind == "array":
             items = node.get("items", {})
-            size = int(node.get("maxItems", DEFAULT_MAX_ITEMS)) * (worst_case_chars(items, depth + 1) + 2) + 2
+            size = (
+                int(node.get("maxItems", DEFAULT_MAX_ITEMS))
+                * (worst_case_chars(items, depth + 1) + 2)
+                + 2
+            )
         elif kind == "object":
             props = node.get("properties", {})
             size = 2 + sum(len(k) + 5 + worst_case_chars(v, depth + 1) for k, v in props.items())
@@ -114,10 +118,20 @@ def _harden(node: Any, max_string: int, max_items: int, *, tighten: bool = False
     if "object" in type_set and "properties" in node:
         node.setdefault("additionalProperties", False)
     for key, value in node.items():
-        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
+            value, dict
+        ):
             for sub in value.values():
                 _harden(sub, max_string, max_items, tighten=tighten)
-        elif key in ("items", "prefixItems", "anyOf", "oneOf", "allOf", "not", "additionalProperties"):
+        elif key in (
+            "items",
+            "prefixItems",
+            "anyOf",
+            "oneOf",
+            "allOf",
+            "not",
+            "additionalProperties",
+        ):
             _harden(value, max_string, max_items, tighten=tighten)
 
 
@@ -132,7 +146,10 @@ def validation_problem(text: str, schema: dict[str, Any]) -> tuple[Any, str | No
         value = parse_json(text)
     except json.JSONDecodeError as exc:
         snippet = text.strip()[:80]
-        return None, f"the reply is not valid JSON ({exc.msg} at character {exc.pos}; it began {snippet!r})"
+        return (
+            None,
+            f"the reply is not valid JSON ({exc.msg} at character {exc.pos}; it began {snippet!r})",
+        )
     try:
         jsonschema.validate(value, schema)
     except jsonschema.ValidationError as exc:

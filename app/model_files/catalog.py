@@ -110,34 +110,50 @@ def load_catalog(
         cached = cached_catalog_path(cache_dir) if cache_dir is not None else None
         if cached is not None and cached.is_file():
             try:
-                return Catalog(parse_catalog(cached.read_text(encoding="utf-8"), source, hf_endpoint), source)
+                return Catalog(
+                    parse_catalog(cached.read_text(encoding="utf-8"), source, hf_endpoint), source
+                )
             except (CatalogError, OSError) as exc:
                 note = f"The saved copy of the catalog from {source} is unreadable ({exc}); showing the built-in one."
         else:
             note = f"The catalog at {source} has not been fetched yet; showing the built-in one until a refresh."
         return Catalog(
-            parse_catalog(shipped.read_text(encoding="utf-8"), str(shipped), hf_endpoint), str(shipped), note
+            parse_catalog(shipped.read_text(encoding="utf-8"), str(shipped), hf_endpoint),
+            str(shipped),
+            note,
         )
     path = Path(source).expanduser()
     try:
-        return Catalog(parse_catalog(path.read_text(encoding="utf-8"), str(path), hf_endpoint), str(path))
+        return Catalog(
+            parse_catalog(path.read_text(encoding="utf-8"), str(path), hf_endpoint), str(path)
+        )
     except (CatalogError, OSError) as exc:
         if path == shipped:
             raise
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         note = f"The model catalog {path} could not be used ({reason}); showing the built-in one."
         return Catalog(
-            parse_catalog(shipped.read_text(encoding="utf-8"), str(shipped), hf_endpoint), str(shipped), note
+            parse_catalog(shipped.read_text(encoding="utf-8"), str(shipped), hf_endpoint),
+            str(shipped),
+            note,
         )
 
 
 def _shipped(hf_endpoint: str, note: str) -> Catalog:
     shipped = shipped_catalog_path()
-    return Catalog(parse_catalog(shipped.read_text(encoding="utf-8"), str(shipped), hf_endpoint), str(shipped), note)
+    return Catalog(
+        parse_catalog(shipped.read_text(encoding="utf-8"), str(shipped), hf_endpoint),
+        str(shipped),
+        note,
+    )
 
 
 def refresh_catalog(
-    setting: str = "", *, cache_dir: Path, environ: Mapping[str, str] | None = None, timeout_s: float = 20.0
+    setting: str = "",
+    *,
+    cache_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    timeout_s: float = 20.0,
 ) -> Catalog:
     """Fetch a URL catalog now (the person asked), keep a copy, and return it.
 
@@ -161,7 +177,9 @@ def refresh_catalog(
     except httpx.HTTPError as exc:
         raise CatalogError(f"The model catalog at {source} could not be fetched ({exc}).") from exc
     if response.status_code != 200:
-        raise CatalogError(f"The model catalog at {source} could not be fetched (HTTP {response.status_code}).")
+        raise CatalogError(
+            f"The model catalog at {source} could not be fetched (HTTP {response.status_code})."
+        )
     text = response.text
     catalog = Catalog(parse_catalog(text, source, env.get("HF_ENDPOINT", "")), source)
     target = cached_catalog_path(cache_dir)
@@ -176,9 +194,13 @@ def parse_catalog(text: str, source: str, hf_endpoint: str = "") -> tuple[Catalo
     try:
         data = json.loads(text, parse_constant=_not_a_number)
     except json.JSONDecodeError as exc:
-        raise CatalogError(f"The model catalog {source} is not valid JSON (line {exc.lineno}: {exc.msg}).") from exc
+        raise CatalogError(
+            f"The model catalog {source} is not valid JSON (line {exc.lineno}: {exc.msg})."
+        ) from exc
     except RecursionError:
-        raise CatalogError(f"The model catalog {source} is nested too deeply to be a catalog.") from None
+        raise CatalogError(
+            f"The model catalog {source} is nested too deeply to be a catalog."
+        ) from None
     except ValueError as exc:  # NaN, Infinity
         raise CatalogError(f"The model catalog {source} is not valid JSON ({exc}).") from None
     models = data.get("models") if isinstance(data, dict) else data
@@ -201,10 +223,14 @@ def _entry(raw: Any, where: str, hf_endpoint: str) -> CatalogEntry:
         raise CatalogError(f"The model catalog's {where} lacks {', '.join(missing)}.")
     entry_id = str(raw["id"])
     if not _ID.match(entry_id):
-        raise CatalogError(f"The model catalog's {where} has an unusable id '{entry_id}' (letters, digits, . _ : -).")
+        raise CatalogError(
+            f"The model catalog's {where} has an unusable id '{entry_id}' (letters, digits, . _ : -)."
+        )
     sha256 = str(raw["sha256"])
     if not _SHA256.match(sha256):
-        raise CatalogError(f"The model catalog's entry '{entry_id}' has no valid sha256 (64 hex digits).")
+        raise CatalogError(
+            f"The model catalog's entry '{entry_id}' has no valid sha256 (64 hex digits)."
+        )
     url, file_name = _location(raw, entry_id, hf_endpoint)
     size_bytes = _number(raw, "size_bytes", entry_id, MAX_SIZE_BYTES)
     ram_gb = _number(raw, "ram_gb", entry_id, MAX_RAM_GB)
@@ -237,9 +263,13 @@ def _number(raw: dict[str, Any], key: str, entry_id: str, most: float) -> float:
     try:
         number = float(value)
     except (ValueError, OverflowError):
-        raise CatalogError(f"The model catalog's entry '{entry_id}' has a non-numeric {key}.") from None
+        raise CatalogError(
+            f"The model catalog's entry '{entry_id}' has a non-numeric {key}."
+        ) from None
     if not math.isfinite(number) or not 0 < number <= most:
-        raise CatalogError(f"The model catalog's entry '{entry_id}' has {key} {value!s:.40}, outside 0 to {most:,.0f}.")
+        raise CatalogError(
+            f"The model catalog's entry '{entry_id}' has {key} {value!s:.40}, outside 0 to {most:,.0f}."
+        )
     return number
 
 
@@ -252,7 +282,9 @@ def _location(raw: dict[str, Any], entry_id: str, hf_endpoint: str) -> tuple[str
     if raw.get("url"):
         url = str(raw["url"])
         if urlparse(url).scheme not in ("http", "https"):
-            raise CatalogError(f"The model catalog's entry '{entry_id}' has a URL that is not http(s): {url}")
+            raise CatalogError(
+                f"The model catalog's entry '{entry_id}' has a URL that is not http(s): {url}"
+            )
         file_name = str(raw.get("file") or Path(urlparse(url).path).name)
     elif raw.get("hf_repo") and raw.get("hf_file"):
         repo, hf_file = str(raw["hf_repo"]), str(raw["hf_file"])
@@ -261,14 +293,20 @@ def _location(raw: dict[str, Any], entry_id: str, hf_endpoint: str) -> tuple[str
         url = f"{endpoint}/{quote(repo)}/resolve/{quote(revision, safe='')}/{quote(hf_file)}"
         file_name = str(raw.get("file") or Path(hf_file).name)
     else:
-        raise CatalogError(f"The model catalog's entry '{entry_id}' has neither a url nor an hf_repo and hf_file.")
+        raise CatalogError(
+            f"The model catalog's entry '{entry_id}' has neither a url nor an hf_repo and hf_file."
+        )
     if (
         not file_name.lower().endswith(".gguf")
         or "/" in file_name
         or "\\" in file_name
         or file_name.startswith(".")
-        or any(unicodedata.category(c).startswith("C") for c in file_name)  # NUL, controls, RLO and the like
+        or any(
+            unicodedata.category(c).startswith("C") for c in file_name
+        )  # NUL, controls, RLO and the like
         or len(file_name) > 200
     ):
-        raise CatalogError(f"The model catalog's entry '{entry_id}' names an unusable file '{file_name}' (*.gguf).")
+        raise CatalogError(
+            f"The model catalog's entry '{entry_id}' names an unusable file '{file_name}' (*.gguf)."
+        )
     return url, file_name

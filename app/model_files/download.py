@@ -98,7 +98,9 @@ def download_file(
     resumed up to ``retries`` times. Raises a :class:`DownloadError` subclass."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    job = _Download(url, dest, sha256.strip().lower(), size_bytes, progress, cancel, retries, timeout_s, headers)
+    job = _Download(
+        url, dest, sha256.strip().lower(), size_bytes, progress, cancel, retries, timeout_s, headers
+    )
     if dest.is_file() and _hash_file(dest, job.check_cancel)[0].hexdigest() == job.expected:
         return dest
     if client is not None:
@@ -179,7 +181,9 @@ class _Download:
             self.check_cancel()  # a cancel shuts the socket down: that read error is the cancel
             raise _Interrupted(_describe(exc)) from exc
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise DownloadFailed(f"Could not download {self.dest.name} from {self.url}: {_describe(exc)}.") from exc
+            raise DownloadFailed(
+                f"Could not download {self.dest.name} from {self.url}: {_describe(exc)}."
+            ) from exc
 
     def _receive(self, response: httpx.Response) -> bool:
         status = response.status_code
@@ -189,7 +193,9 @@ class _Download:
             raise _http_failure(self.dest.name, self.url, status)
         encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise DownloadFailed(f"The server sent {self.dest.name} compressed ({encoding}); it cannot be resumed.")
+            raise DownloadFailed(
+                f"The server sent {self.dest.name} compressed ({encoding}); it cannot be resumed."
+            )
         if status == 206 and self.done:
             start, total = _content_range(response.headers.get("Content-Range", ""))
             if start != self.done:
@@ -239,7 +245,9 @@ class _Download:
         wrong_size = bool(self.size_bytes) and self.done != self.size_bytes
         if wrong_size or got != self.expected:
             self._discard_part()
-            size_note = f" and has {self.done:,} bytes instead of {self.size_bytes:,}" if wrong_size else ""
+            size_note = (
+                f" and has {self.done:,} bytes instead of {self.size_bytes:,}" if wrong_size else ""
+            )
             raise ChecksumMismatch(
                 f"The downloaded file {self.dest.name} is damaged: its SHA-256 is {got[:12]}… but should be "
                 f"{self.expected[:12]}…{size_note}, so it was deleted.",
@@ -273,12 +281,17 @@ class _Download:
         if self.cancel is not None and self.cancel.is_set():
             kept = f"The {_mb(self.done)} downloaded so far is kept: " if self.done else ""
             raise DownloadCancelled(
-                f"The download of {self.dest.name} was cancelled.", f"{kept}starting it again resumes it."
+                f"The download of {self.dest.name} was cancelled.",
+                f"{kept}starting it again resumes it.",
             )
 
     def _no_connection(self) -> NoConnection:
         host = urlsplit(self.url).hostname or self.url
-        kept = f" The {_mb(self.done)} downloaded so far is kept and the download resumes." if self.done else ""
+        kept = (
+            f" The {_mb(self.done)} downloaded so far is kept and the download resumes."
+            if self.done
+            else ""
+        )
         return NoConnection(
             f"There is no connection to {host}: the model cannot be downloaded now.",
             f"Models already on this computer keep working offline; try again once you are online.{kept}",
@@ -330,7 +343,9 @@ class _CancelWatch:
 
     def __enter__(self) -> _CancelWatch:
         if self.cancel is not None and self.sock is not None:
-            self.thread = threading.Thread(target=self._watch, name="download-cancel-watch", daemon=True)
+            self.thread = threading.Thread(
+                target=self._watch, name="download-cancel-watch", daemon=True
+            )
             self.thread.start()
         return self
 
@@ -344,7 +359,9 @@ class _CancelWatch:
         while not self.finished.is_set():
             if self.cancel.wait(0.05):
                 with contextlib.suppress(OSError):
-                    socket.socket.shutdown(self.sock, socket.SHUT_RDWR)  # not SSLSocket's: no TLS close
+                    socket.socket.shutdown(
+                        self.sock, socket.SHUT_RDWR
+                    )  # not SSLSocket's: no TLS close
                 return
 
 
@@ -383,13 +400,18 @@ def _content_range(value: str) -> tuple[int, int]:
 
 def _http_failure(name: str, url: str, status: int) -> DownloadFailed:
     if status == 404:
-        return DownloadFailed(f"{name} was not found at {url} (HTTP 404).", "The model may have moved or been renamed.")
+        return DownloadFailed(
+            f"{name} was not found at {url} (HTTP 404).",
+            "The model may have moved or been renamed.",
+        )
     if status in (401, 403):
         return DownloadFailed(
             f"The server refused access to {name} at {url} (HTTP {status}).",
             "The model may need a sign-in token or an accepted licence on its page.",
         )
-    return DownloadFailed(f"The download of {name} from {url} failed (HTTP {status}).", "Try again later.")
+    return DownloadFailed(
+        f"The download of {name} from {url} failed (HTTP {status}).", "Try again later."
+    )
 
 
 def _describe(exc: Exception) -> str:

@@ -51,7 +51,9 @@ _SCALAR_CODES: dict[int, str] = {
     _INT64: "q",
     _FLOAT64: "d",
 }
-_SCALARS: dict[int, struct.Struct] = {vtype: struct.Struct("<" + code) for vtype, code in _SCALAR_CODES.items()}
+_SCALARS: dict[int, struct.Struct] = {
+    vtype: struct.Struct("<" + code) for vtype, code in _SCALAR_CODES.items()
+}
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
@@ -347,7 +349,10 @@ def _read(file: BinaryIO, path: Path, size: int) -> GgufInfo:
         raise GgufError(f"{path} is not a GGUF model file (it does not start with GGUF).")
     version = reader.u32()
     if version not in _SUPPORTED_VERSIONS:
-        if version > 0xFFFF and struct.unpack("<I", struct.pack(">I", version))[0] in _SUPPORTED_VERSIONS:
+        if (
+            version > 0xFFFF
+            and struct.unpack("<I", struct.pack(">I", version))[0] in _SUPPORTED_VERSIONS
+        ):
             raise GgufError(f"{path} is a big-endian GGUF file, which Fathom cannot read.")
         raise GgufError(f"{path} uses GGUF version {version}; Fathom reads versions 2 and 3.")
     tensor_count = reader.u64()
@@ -492,7 +497,11 @@ def _is_chat(metadata: dict[str, _Value], architecture: str, template: str) -> b
 
 
 def _info(
-    path: Path, size: int, metadata: dict[str, _Value], parameters: int, elements_by_type: Counter[int]
+    path: Path,
+    size: int,
+    metadata: dict[str, _Value],
+    parameters: int,
+    elements_by_type: Counter[int],
 ) -> GgufInfo:
     architecture = _str(metadata.get("general.architecture"))
     template = _str(metadata.get("tokenizer.chat_template"))

@@ -15,7 +15,9 @@ from typing import Literal
 from app.model_files.machine_speed import Speed
 
 GIB = 1024**3
-LIBRARY_RESERVE = int(1.5 * GIB)  # embedder + Milvus Lite + Docling + the window, measured ~1.2 GiB during ingest
+LIBRARY_RESERVE = int(
+    1.5 * GIB
+)  # embedder + Milvus Lite + Docling + the window, measured ~1.2 GiB during ingest
 WORKING_MEMORY = int(0.3 * GIB)  # llama.cpp's compute buffers beyond weights and cache
 RECOMMEND_SHARE = 0.75  # recommend what fits in this share of the total memory (the OS and other apps keep the rest)
 
@@ -50,7 +52,9 @@ class Fit:
         return self.verdict == "fits"
 
 
-def measure_machine(models_dir: Path, *, cache_dir: Path | None = None, threads: int = 0) -> Machine:
+def measure_machine(
+    models_dir: Path, *, cache_dir: Path | None = None, threads: int = 0
+) -> Machine:
     """Memory, cores, GPU and disk now; with ``cache_dir``, also the speed of research with
     ``threads`` llama.cpp threads (0: all cores), measured once with the starter and kept."""
     import os
@@ -73,7 +77,9 @@ def measure_machine(models_dir: Path, *, cache_dir: Path | None = None, threads:
         cpu_count=os.cpu_count() or 1,
         gpu_offload=gpu_offload_available(),
         free_disk=int(free_disk),
-        speed=machine_speed(cache_dir, research_threads(threads)) if cache_dir is not None else None,
+        speed=machine_speed(cache_dir, research_threads(threads))
+        if cache_dir is not None
+        else None,
     )
 
 
@@ -99,14 +105,22 @@ def judge_fit(needed: int, machine: Machine) -> Fit:
         return Fit("unknown", "memory needed unknown")
     need_gb = needed / GIB
     if needed + LIBRARY_RESERVE <= machine.available_ram:
-        return Fit("fits", f"needs {need_gb:.1f} GB of the {machine.available_ram / GIB:.1f} GB free")
+        return Fit(
+            "fits", f"needs {need_gb:.1f} GB of the {machine.available_ram / GIB:.1f} GB free"
+        )
     if needed + LIBRARY_RESERVE <= machine.total_ram:
         return Fit(
             "tight",
             f"needs {need_gb:.1f} GB; {machine.available_ram / GIB:.1f} GB is free now (close other programs)",
         )
-    gpu = " (llama.cpp can offload layers to the GPU: model.llamacpp.n_gpu_layers)" if machine.gpu_offload else ""
-    return Fit("too big", f"needs {need_gb:.1f} GB; this machine has {machine.total_ram / GIB:.0f} GB{gpu}")
+    gpu = (
+        " (llama.cpp can offload layers to the GPU: model.llamacpp.n_gpu_layers)"
+        if machine.gpu_offload
+        else ""
+    )
+    return Fit(
+        "too big", f"needs {need_gb:.1f} GB; this machine has {machine.total_ram / GIB:.0f} GB{gpu}"
+    )
 
 
 def recommendable(needed: int, machine: Machine) -> bool:

@@ -73,7 +73,9 @@ class Speed:
         """About how long a deep answer takes with a model of ``model_bytes``."""
         growth = max(model_bytes, 1) / max(self.model_bytes, 1)
         prompt_token = (FIXED_SHARE_PROMPT + (1 - FIXED_SHARE_PROMPT) * growth) / self.prompt_tps
-        generated_token = (FIXED_SHARE_GENERATION + (1 - FIXED_SHARE_GENERATION) * growth) / self.generation_tps
+        generated_token = (
+            FIXED_SHARE_GENERATION + (1 - FIXED_SHARE_GENERATION) * growth
+        ) / self.generation_tps
         return DEEP_PROMPT_TOKENS * prompt_token + DEEP_GENERATED_TOKENS * generated_token
 
 
@@ -115,7 +117,9 @@ def measure_speed(starter: Path, threads: int, *, max_others: float = QUIET_CORE
 
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_measure_in_child, args=(str(starter), threads, max_others, send), daemon=True)
+    child = context.Process(
+        target=_measure_in_child, args=(str(starter), threads, max_others, send), daemon=True
+    )
     child.start()
     send.close()
     try:
@@ -151,7 +155,13 @@ def _measure_in_child(starter: str, threads: int, max_others: float, send: Any) 
 def _measure(starter: Path, threads: int, max_others: float) -> Speed:
     from llama_cpp import Llama
 
-    model = Llama(model_path=str(starter), n_ctx=1024, n_threads=threads, n_threads_batch=threads, verbose=False)
+    model = Llama(
+        model_path=str(starter),
+        n_ctx=1024,
+        n_threads=threads,
+        n_threads_batch=threads,
+        verbose=False,
+    )
     try:
         tokens = model.tokenize(_TEXT.encode())[:PROMPT_TOKENS]
         best_prompt = best_generation = float("inf")
@@ -191,7 +201,10 @@ class OthersLoad:
         import psutil
 
         times = psutil.cpu_times()
-        busy = sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+        busy = sum(
+            getattr(times, name, 0.0)
+            for name in ("user", "nice", "system", "irq", "softirq", "steal")
+        )
         return time.perf_counter(), busy, time.process_time()
 
     def cores(self) -> float:

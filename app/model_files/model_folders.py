@@ -17,7 +17,13 @@ from pathlib import Path
 
 from app.model_files.gguf_info import GgufError, GgufInfo, read_gguf_info
 
-__all__ = ["LocalModel", "ModelFolder", "add_model_file", "find_local_models", "known_model_folders"]
+__all__ = [
+    "LocalModel",
+    "ModelFolder",
+    "add_model_file",
+    "find_local_models",
+    "known_model_folders",
+]
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,11 @@ def _qsettings_unescape(value: str) -> str:
         value = value[1:-1]
     return re.sub(
         r"\\(x[0-9a-fA-F]{1,4}|.)",
-        lambda m: chr(int(m.group(1)[1:], 16)) if m.group(1)[0] == "x" and len(m.group(1)) > 1 else m.group(1),
+        lambda m: (
+            chr(int(m.group(1)[1:], 16))
+            if m.group(1)[0] == "x" and len(m.group(1)) > 1
+            else m.group(1)
+        ),
         value,
     )
 
@@ -156,10 +166,14 @@ def _is_model_file(name: str) -> bool:
     lower = name.lower()
     if name.startswith(".") or not lower.endswith(".gguf"):
         return False
-    if "mmproj" in lower or lower.startswith("incomplete-"):  # projector; GPT4All's partial download
+    if "mmproj" in lower or lower.startswith(
+        "incomplete-"
+    ):  # projector; GPT4All's partial download
         return False
     part = _LATER_SPLIT_PART.search(lower)
-    return part is None or int(part.group(1)) <= 1  # llama.cpp opens a split model by its first part
+    return (
+        part is None or int(part.group(1)) <= 1
+    )  # llama.cpp opens a split model by its first part
 
 
 def _gguf_files(root: Path) -> Iterator[Path]:
@@ -202,7 +216,9 @@ def add_model_file(source: Path, models_dir: Path, *, link: bool) -> Path:
     models_dir.mkdir(parents=True, exist_ok=True)
     target = models_dir / name
     if target.exists() or target.is_symlink():
-        if _resolve(target) == source or (target.is_file() and target.stat().st_size == source.stat().st_size):
+        if _resolve(target) == source or (
+            target.is_file() and target.stat().st_size == source.stat().st_size
+        ):
             return target
         raise GgufError(f"The models folder already has another file named {name}.")
     if link:

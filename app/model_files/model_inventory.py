@@ -32,7 +32,10 @@ from app.model_files.model_folders import LocalModel, find_local_models, known_m
 OLLAMA_PREFIX = "ollama:"
 LocalBackend = Literal["llamacpp", "ollama"]  # the back ends a listed model runs on
 # The setting that names the model of each local back end.
-_MODEL_SETTING: dict[LocalBackend, str] = {"llamacpp": "model.llamacpp.model_path", "ollama": "model.ollama.model"}
+_MODEL_SETTING: dict[LocalBackend, str] = {
+    "llamacpp": "model.llamacpp.model_path",
+    "ollama": "model.ollama.model",
+}
 UNKNOWN_FIT = Fit("unknown", "")
 STARTER_KEY = "starter"
 SOURCE_LABELS = {
@@ -211,7 +214,11 @@ def _catalog_match(catalog: Catalog, model: LocalModel) -> CatalogEntry | None:
 
 
 def _gguf_row(
-    model: LocalModel, entry: CatalogEntry | None, machine: Machine, n_ctx: int, in_use: tuple[str, str]
+    model: LocalModel,
+    entry: CatalogEntry | None,
+    machine: Machine,
+    n_ctx: int,
+    in_use: tuple[str, str],
 ) -> ModelRow:
     info: GgufInfo | None = model.info
     path = str(model.path)
@@ -300,11 +307,19 @@ def recommend(catalog: Catalog, machine: Machine) -> CatalogEntry | None:
     if speed is None:
         return max(fitting, key=lambda e: e.ram_gb)
     quick = [e for e in fitting if speed.answer_seconds(e.size_bytes) <= ANSWER_WITHIN_S]
-    return max(quick, key=lambda e: e.size_bytes) if quick else min(fitting, key=lambda e: e.size_bytes)
+    return (
+        max(quick, key=lambda e: e.size_bytes)
+        if quick
+        else min(fitting, key=lambda e: e.size_bytes)
+    )
 
 
 def _answer_s(size_bytes: int, machine: Machine) -> float | None:
-    return machine.speed.answer_seconds(size_bytes) if machine.speed is not None and size_bytes else None
+    return (
+        machine.speed.answer_seconds(size_bytes)
+        if machine.speed is not None and size_bytes
+        else None
+    )
 
 
 # -- choosing ----------------------------------------------------------------------
@@ -327,7 +342,9 @@ def find_row(rows: Sequence[ModelRow], wanted: str) -> ModelRow:
             return hits[0]
         if len(hits) > 1:
             listed = ", ".join(f"{r.key} ({r.source_label})" for r in hits)
-            raise ModelChoiceError(f"'{wanted}' names more than one model: {listed}.", "Use one of those keys.")
+            raise ModelChoiceError(
+                f"'{wanted}' names more than one model: {listed}.", "Use one of those keys."
+            )
     raise ModelChoiceError(
         f"No model '{wanted}' is on this machine or in the catalog.",
         "`fathom models list` shows the keys to use.",
@@ -338,7 +355,8 @@ def settings_using(row: ModelRow, settings: Settings) -> Settings:
     """``settings`` with ``row`` as the research model."""
     if not row.installed:
         raise ModelChoiceError(
-            f"{row.name} is not downloaded yet.", f"Download it first: `fathom models download {row.key}`."
+            f"{row.name} is not downloaded yet.",
+            f"Download it first: `fathom models download {row.key}`.",
         )
     if row.problem and not row.chat:
         raise ModelChoiceError(f"{row.name} cannot run research: {row.problem}.")
@@ -361,7 +379,9 @@ def settings_without(row: ModelRow, settings: Settings) -> Settings:
     if not row.in_use:
         return settings
     changed = replace_setting(settings, "model.backend", "auto")
-    return replace_setting(changed, _MODEL_SETTING["ollama" if row.source == "ollama" else "llamacpp"], "")
+    return replace_setting(
+        changed, _MODEL_SETTING["ollama" if row.source == "ollama" else "llamacpp"], ""
+    )
 
 
 def removable_file(row: ModelRow, paths: AppPaths) -> Path:

@@ -73,7 +73,9 @@ def _refused(exc: ollama.ResponseError, host: str, action: _Action, name: str) -
     return ModelError(f"Ollama at {host} could not {action} '{name}': {text}.")
 
 
-async def pull_ollama_model(host: str, name: str, *, progress: Callable[[PullProgress], None] | None = None) -> None:
+async def pull_ollama_model(
+    host: str, name: str, *, progress: Callable[[PullProgress], None] | None = None
+) -> None:
     """Have Ollama at ``host`` download ``name``, reporting each progress line to ``progress``.
 
     Returns when Ollama says "success". Cancel the awaiting task to stop the pull.
@@ -86,7 +88,9 @@ async def pull_ollama_model(host: str, name: str, *, progress: Callable[[PullPro
     async with ollama_client(host, httpx.Timeout(None, connect=PULL_CONNECT_TIMEOUT_S)) as client:
         try:
             # the client's stream is an async generator; closing it closes the HTTP response
-            stream = cast(AsyncGenerator[ollama.ProgressResponse, None], await client.pull(name, stream=True))
+            stream = cast(
+                AsyncGenerator[ollama.ProgressResponse, None], await client.pull(name, stream=True)
+            )
             try:
                 async for part in stream:
                     if part.digest:
@@ -95,19 +99,29 @@ async def pull_ollama_model(host: str, name: str, *, progress: Callable[[PullPro
                     status = part.status or ""
                     succeeded = succeeded or status == "success"
                     if progress is not None:
-                        progress(PullProgress(status=status, completed=sum(done.values()), total=sum(totals.values())))
+                        progress(
+                            PullProgress(
+                                status=status,
+                                completed=sum(done.values()),
+                                total=sum(totals.values()),
+                            )
+                        )
             finally:
                 await stream.aclose()
         except OLLAMA_ERRORS as exc:
             raise _translate(exc, host, "pull", name) from exc
     if not succeeded:
-        raise ModelError(f"Ollama at {host} stopped pulling '{name}' before it finished.", "Try the pull again.")
+        raise ModelError(
+            f"Ollama at {host} stopped pulling '{name}' before it finished.", "Try the pull again."
+        )
 
 
 async def delete_ollama_model(host: str, name: str) -> None:
     """Have Ollama at ``host`` delete ``name`` (raises ModelNotFound when it has no such model)."""
     host = host.rstrip("/")
-    async with ollama_client(host, httpx.Timeout(DELETE_TIMEOUT_S, connect=PULL_CONNECT_TIMEOUT_S)) as client:
+    async with ollama_client(
+        host, httpx.Timeout(DELETE_TIMEOUT_S, connect=PULL_CONNECT_TIMEOUT_S)
+    ) as client:
         try:
             await client.delete(name)
         except OLLAMA_ERRORS as exc:

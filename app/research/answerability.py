@@ -57,7 +57,9 @@ class Answerability:
     reason: str = ""  # why not, in a sentence
 
 
-def judge(question: str, passages: Sequence[Found | str], similarity: float | None = None) -> Answerability:
+def judge(
+    question: str, passages: Sequence[Found | str], similarity: float | None = None
+) -> Answerability:
     """Whether the run's ``passages`` (everything it found) can answer ``question``;
     ``similarity``: the question's cosine to the nearest sentence found (None: not
     measured, see :func:`nearest`)."""
@@ -65,7 +67,9 @@ def judge(question: str, passages: Sequence[Found | str], similarity: float | No
         return Answerability(False, "No passage was found relevant to it.")
     found = [p if isinstance(p, Found) else Found("", p) for p in passages]
     # a question's first word is often a verb ("List every …"), never a name alone
-    grounding = ground(question, "\n".join(f"{p.title}\n{p.text}" for p in found), lone_opener=False)
+    grounding = ground(
+        question, "\n".join(f"{p.title}\n{p.text}" for p in found), lone_opener=False
+    )
     missing = [*grounding.missing_numbers, *grounding.missing_names]
     if missing:
         named = ", ".join(f"“{m}”" for m in missing[:3])

@@ -86,7 +86,11 @@ class BudgetTracker:
     """Counts what a run has used against its :class:`Budget`."""
 
     def __init__(
-        self, budget: Budget, clock: Callable[[], float] = time.monotonic, *, report_share: float = REPORT_SHARE
+        self,
+        budget: Budget,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        report_share: float = REPORT_SHARE,
     ) -> None:
         self.budget = budget
         # research stops early enough to leave this share of the wall time for the report
@@ -158,7 +162,11 @@ class RunAccount:
     """What one run has spent and why it stopped (see the module docstring)."""
 
     def __init__(
-        self, budget: Budget, clock: Callable[[], float] = time.monotonic, *, report_share: float = REPORT_SHARE
+        self,
+        budget: Budget,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        report_share: float = REPORT_SHARE,
     ) -> None:
         self.budget = budget
         self.tracker = BudgetTracker(budget, clock, report_share=report_share)
@@ -182,11 +190,19 @@ class RunAccount:
 
     def call_deadline(self) -> float:
         """Seconds a model call may take before the wall-time budget is out."""
-        left = self.tracker.total_seconds_left + REPORT_MARGIN_S if self.finishing else self.tracker.seconds_left
+        left = (
+            self.tracker.total_seconds_left + REPORT_MARGIN_S
+            if self.finishing
+            else self.tracker.seconds_left
+        )
         return max(0.05, left)
 
     def timeout_hit(self) -> BudgetHit | ModelTimeout:
         """What a model call that timed out raises: the wall-time budget, or a slow model."""
         if self.tracker.seconds_left <= 0.1:
-            return BudgetHit("max_seconds", f"{self.tracker.elapsed:.1f} s used of {self.budget.max_seconds:g} s")
-        return ModelTimeout("A model call timed out.", "Try a smaller model or raise the time budget.")
+            return BudgetHit(
+                "max_seconds", f"{self.tracker.elapsed:.1f} s used of {self.budget.max_seconds:g} s"
+            )
+        return ModelTimeout(
+            "A model call timed out.", "Try a smaller model or raise the time budget."
+        )

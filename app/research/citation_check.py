@@ -51,10 +51,15 @@ def check_messages(
     docs = []
     for n in numbers:
         claims = " ".join(c.sentence for c in citations if c.number == n)
-        docs.append(prompts.fence(label[n], focused(source_text(n), claims, per_source), max_chars=per_source))
+        docs.append(
+            prompts.fence(
+                label[n], focused(source_text(n), claims, per_source), max_chars=per_source
+            )
+        )
     # the claims are a model's sentences written from the documents: data, fenced
     claims_block = "\n".join(
-        f"Claim {i} (source {label[c.number]}): {c.sentence}" for i, c in enumerate(citations, start=1)
+        f"Claim {i} (source {label[c.number]}): {c.sentence}"
+        for i, c in enumerate(citations, start=1)
     )
     return [
         prompts.system(
@@ -64,7 +69,8 @@ def check_messages(
             "contradicted (the source states the opposite) or unsupported (the source does not state it).",
         ),
         prompts.user(
-            "\n".join(docs), "Claims:\n" + prompts.fence("claims", claims_block, max_chars=len(claims_block) + 200)
+            "\n".join(docs),
+            "Claims:\n" + prompts.fence("claims", claims_block, max_chars=len(claims_block) + 200),
         ),
     ]
 
@@ -87,11 +93,15 @@ async def check_citations(
     checked = list(citations[:MAX_CHECKED])
     events.phase(phases.CHECK, phases.checking(len(checked)), node_id="report")
     messages = check_messages(checked, source_text, prompt_chars)
-    value = await calls.call_structured("report", messages, check_schema(len(checked)), default={"verdicts": []})
+    value = await calls.call_structured(
+        "report", messages, check_schema(len(checked)), default={"verdicts": []}
+    )
     raw = value.get("verdicts", []) if isinstance(value, dict) else []
     verdicts = [v if v in VERDICTS else "" for v in raw] if isinstance(raw, list) else []
     if verdicts and len(verdicts) != len(checked):
-        events.notice("The citation check gave a verdict count that does not match the claims; left unchecked.")
+        events.notice(
+            "The citation check gave a verdict count that does not match the claims; left unchecked."
+        )
         verdicts = []
     out: list[Citation] = []
     for i, citation in enumerate(citations):

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from app.core.models import Citation, Evidence, SentenceSupport
 
 # [3], [1, 2], [1;2] — not a Markdown link "[1](...)"
-_LEADING_CITE = re.compile(r"^(\s*(?:[-*]\s+)?)(\[\d{1,4}(?:\s*[,;]\s*\d{1,4})*\])[:.]?\s+(\S.*?)\s*$")
+_LEADING_CITE = re.compile(
+    r"^(\s*(?:[-*]\s+)?)(\[\d{1,4}(?:\s*[,;]\s*\d{1,4})*\])[:.]?\s+(\S.*?)\s*$"
+)
 CITE_RE = re.compile(r"\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?!\()")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-']+")
@@ -114,7 +116,8 @@ def map_sentences(markdown: str, change: Callable[[Sentence, str], str]) -> str:
                 if parts[i].strip():
                     stripped = parts[i].strip()
                     parts[i] = parts[i].replace(
-                        stripped, change(Sentence(stripped, tuple(cited_numbers(stripped))), stripped)
+                        stripped,
+                        change(Sentence(stripped, tuple(cited_numbers(stripped))), stripped),
                     )
             line = prefix + "".join(parts)
         lines.append(line)
@@ -150,7 +153,9 @@ def _coverage(words: set[str], numbers: Iterable[int], vocab: dict[int, set[str]
     return len(words & covered) / len(words) if words else 0.0
 
 
-def _completion(words: set[str], cited: Sequence[int], vocab: dict[int, set[str]], threshold: float) -> tuple[int, ...]:
+def _completion(
+    words: set[str], cited: Sequence[int], vocab: dict[int, set[str]], threshold: float
+) -> tuple[int, ...]:
     """The fewest sources (one, else two) that, added to ``cited``, cover ``threshold``
     of ``words``; each must add a word the others lack. Ties go to the source given
     first (the writer's order: the chain first)."""
@@ -167,13 +172,17 @@ def _completion(words: set[str], cited: Sequence[int], vocab: dict[int, set[str]
     for i, a in enumerate(others):
         for b in others[i + 1 :]:
             score = _coverage(words, base | {a, b}, vocab)
-            useful = score > max(_coverage(words, base | {a}, vocab), _coverage(words, base | {b}, vocab))
+            useful = score > max(
+                _coverage(words, base | {a}, vocab), _coverage(words, base | {b}, vocab)
+            )
             if useful and score >= threshold and score > best_score:
                 best, best_score = (a, b), score
     return best if best_score >= threshold else ()
 
 
-def bind_uncited(markdown: str, sources: Sequence[tuple[int, str]], threshold: float = 0.6) -> tuple[str, int]:
+def bind_uncited(
+    markdown: str, sources: Sequence[tuple[int, str]], threshold: float = 0.6
+) -> tuple[str, int]:
     """Bind each prose sentence to the sources it restates; returns the text and how
     many citations were added.
 
@@ -284,7 +293,11 @@ def flagged_spans(text: str) -> list[tuple[int, int, frozenset[int]]]:
     for match in _FLAG_SHOWN.finditer(text):
         head = text[: match.start()].rstrip()
         body = head[:-1] if head.endswith((".", "!", "?")) else head
-        starts = [0, *(end.end() for end in _SENTENCE_END.finditer(body)), *(end for _, end, _ in spans)]
+        starts = [
+            0,
+            *(end.end() for end in _SENTENCE_END.finditer(body)),
+            *(end for _, end, _ in spans),
+        ]
         spans.append((max(starts), match.end(), frozenset(cited_numbers(match.group(1)))))
     return spans
 
@@ -308,7 +321,9 @@ def _without_flags(text: str) -> str:
     return " ".join(_FLAG.sub(" ", text).split())
 
 
-def sentence_support(markdown: str, citations: Sequence[Citation] = (), checked_by: str = "") -> SentenceSupport:
+def sentence_support(
+    markdown: str, citations: Sequence[Citation] = (), checked_by: str = ""
+) -> SentenceSupport:
     """How many of the report's prose sentences cite a source, and how many are flagged;
     ``checked_by``: what checked them (empty: nothing independent of the writer).
 
@@ -332,7 +347,9 @@ def sentence_support(markdown: str, citations: Sequence[Citation] = (), checked_
         total += 1
         cited += bool(numbers)
         claim = Sentence(core, tuple(numbers)).claim
-        trailing = UNSUPPORTED_MARK in sentence.text and not sentence.text.startswith(UNSUPPORTED_MARK)
+        trailing = UNSUPPORTED_MARK in sentence.text and not sentence.text.startswith(
+            UNSUPPORTED_MARK
+        )
         last_flagged = trailing or any((claim, n) in bad for n in numbers)
         flagged += last_flagged
     return SentenceSupport(sentences=total, cited=cited, flagged=flagged, checked_by=checked_by)
@@ -346,7 +363,10 @@ def support_headline(support: SentenceSupport) -> str:
     noun = "sentence" if support.sentences == 1 else "sentences"
     if not support.checked_by:
         return f"{support.cited} of {support.sentences} {noun} cited, not verified"
-    parts = [f"{support.supported} of {support.sentences} {noun} supported", f"{support.flagged} flagged"]
+    parts = [
+        f"{support.supported} of {support.sentences} {noun} supported",
+        f"{support.flagged} flagged",
+    ]
     uncited = support.sentences - support.cited
     if uncited:
         parts.append(f"{uncited} {'cites' if uncited == 1 else 'cite'} no source")
@@ -375,7 +395,9 @@ def renumber(markdown: str, order: Sequence[int]) -> str:
         numbers = [int(p) for p in re.split(r"[,;]", match.group(1))]
         return "[" + ", ".join(str(new.get(n, n)) for n in numbers) + "]"
 
-    return "".join(line if in_code else CITE_RE.sub(fix, line) for line, _prose, in_code in _lines(markdown))
+    return "".join(
+        line if in_code else CITE_RE.sub(fix, line) for line, _prose, in_code in _lines(markdown)
+    )
 
 
 def _lines(markdown: str) -> list[tuple[str, bool, bool]]:
@@ -386,7 +408,9 @@ def _lines(markdown: str) -> list[tuple[str, bool, bool]]:
         fence_line = line.strip().startswith("```")
         if fence_line:
             in_code = not in_code
-        out.append((line, not in_code and not fence_line and _is_prose(line), in_code or fence_line))
+        out.append(
+            (line, not in_code and not fence_line and _is_prose(line), in_code or fence_line)
+        )
     return out
 
 

@@ -38,7 +38,9 @@ AND_MODEL = " and the research model"
 
 MIN_COVERAGE = 0.5  # of the claim's other content words found in its passages
 MIN_SIMILARITY = 0.5  # cosine of the claim to its nearest passage sentence (MiniLM)
-CLOSE_SIMILARITY = 0.75  # this close, a claim in other words than its passage's (names and numbers kept) passes
+CLOSE_SIMILARITY = (
+    0.75  # this close, a claim in other words than its passage's (names and numbers kept) passes
+)
 # a claim the signals support only this weakly can be flagged by the research model's vote
 FIRM_COVERAGE = 0.8
 FIRM_SIMILARITY = 0.7
@@ -84,7 +86,9 @@ _COUNTING = _word_list(
     "seventeen eighteen nineteen twenty",
 )
 _ORDINALS = _word_list("first second third fourth fifth sixth seventh eighth ninth tenth")
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_COUNTING)} | {w: str(i) for i, w in enumerate(_ORDINALS, 1)}
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_COUNTING)} | {
+    w: str(i) for i, w in enumerate(_ORDINALS, 1)
+}
 _SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
 
 
@@ -160,7 +164,9 @@ def _vocabulary(text: str) -> tuple[set[str], set[str], set[str], str]:
 
 def _is_name(token: str, first: bool, following: str | None, known: set[str]) -> bool:
     """Whether ``token`` is (part of) a name; ``known``: the passages' lower-cased words."""
-    if any(c.isupper() for c in token[1:]) or (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+    if any(c.isupper() for c in token[1:]) or (
+        any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+    ):
         return _number(token) is None  # "IVF_FLAT", "Node.js", "SQ8"; not "1980s"
     if not token[:1].isupper():
         return False
@@ -172,7 +178,9 @@ def _is_name(token: str, first: bool, following: str | None, known: set[str]) ->
     return token.lower() not in _STOP
 
 
-def _names(tokens: list[str], known: set[str], *, opens: bool = True, opener_names: bool = True) -> list[list[str]]:
+def _names(
+    tokens: list[str], known: set[str], *, opens: bool = True, opener_names: bool = True
+) -> list[list[str]]:
     """The names of a piece of a claim: runs of name-like tokens, joined by "of", "de", …
     inside a run; ``opens``: the piece opens the sentence (its first word is capitalised
     for that alone); ``opener_names`` False: that first word is never a name unless
@@ -299,14 +307,18 @@ def _quoted(items: Sequence[str]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-def verdict(claim: str, numbers: Sequence[int], passages: Sequence[str], similarity: float | None) -> ClaimVerdict:
+def verdict(
+    claim: str, numbers: Sequence[int], passages: Sequence[str], similarity: float | None
+) -> ClaimVerdict:
     """The verdict on ``claim`` citing ``numbers`` whose texts are ``passages``."""
     grounding = ground(claim, "\n".join(passages))
     where = "its source" if len(numbers) == 1 else "its sources"
     missing = grounding.missing_numbers or grounding.missing_names
     if missing:
         reason = f"{_quoted(missing)} {'is' if len(missing) == 1 else 'are'} not in {where}"
-    elif grounding.coverage < MIN_COVERAGE and (similarity is None or similarity < CLOSE_SIMILARITY):
+    elif grounding.coverage < MIN_COVERAGE and (
+        similarity is None or similarity < CLOSE_SIMILARITY
+    ):
         reason = f"most of its words are not in {where}"
     elif similarity is not None and similarity < MIN_SIMILARITY:
         reason = f"{where} {'says' if len(numbers) == 1 else 'say'} something else"
@@ -315,7 +327,9 @@ def verdict(claim: str, numbers: Sequence[int], passages: Sequence[str], similar
     return ClaimVerdict(False, reason, grounding, similarity)
 
 
-async def similarities(claims: Sequence[str], passages: Sequence[Sequence[str]], embed: Embed) -> list[float]:
+async def similarities(
+    claims: Sequence[str], passages: Sequence[Sequence[str]], embed: Embed
+) -> list[float]:
     """For each claim, the cosine to the nearest of its passages' sentences (one embedding call)."""
     windows = [passage_windows(texts) for texts in passages]
     flat = [*claims, *(w for ws in windows for w in ws)]
@@ -341,7 +355,9 @@ class ClaimCheck:
     checked_by: str
 
 
-async def check_claims(pairs: Sequence[Citation], source_text: Callable[[int], str], embed: Embed | None) -> ClaimCheck:
+async def check_claims(
+    pairs: Sequence[Citation], source_text: Callable[[int], str], embed: Embed | None
+) -> ClaimCheck:
     """Judge every cited sentence of ``pairs`` (one Citation per sentence and number)
     against the passages it cites, together; ``embed`` the library's embedding model
     (None, or failing: words only)."""
@@ -358,9 +374,16 @@ async def check_claims(pairs: Sequence[Citation], source_text: Callable[[int], s
             checked_by = BY_WORDS_AND_MEANING
         except Exception:  # an embedding server gone away: the words still count
             near = [None] * len(claims)
-    verdicts = {c: verdict(c, by_claim[c], t, s) for c, t, s in zip(claims, texts, near, strict=True)}
+    verdicts = {
+        c: verdict(c, by_claim[c], t, s) for c, t, s in zip(claims, texts, near, strict=True)
+    }
     out = tuple(
-        Citation(p.number, p.sentence, verdicts[p.sentence].supported, verdicts[p.sentence].reason or "supported")
+        Citation(
+            p.number,
+            p.sentence,
+            verdicts[p.sentence].supported,
+            verdicts[p.sentence].reason or "supported",
+        )
         for p in pairs
     )
     return ClaimCheck(citations=out, verdicts=verdicts, checked_by=checked_by)
@@ -377,9 +400,15 @@ def with_model_vote(check: ClaimCheck, votes: Sequence[Citation]) -> ClaimCheck:
     out = []
     for citation in check.citations:
         judged = check.verdicts[citation.sentence]
-        if judged.supported and not judged.firm and (citation.sentence, citation.number) in rejected:
+        if (
+            judged.supported
+            and not judged.firm
+            and (citation.sentence, citation.number) in rejected
+        ):
             note = "the research model finds its source does not say this"
             out.append(Citation(citation.number, citation.sentence, False, note))
         else:
             out.append(citation)
-    return ClaimCheck(citations=tuple(out), verdicts=check.verdicts, checked_by=check.checked_by + AND_MODEL)
+    return ClaimCheck(
+        citations=tuple(out), verdicts=check.verdicts, checked_by=check.checked_by + AND_MODEL
+    )

@@ -124,11 +124,15 @@ class RunContext:
             embed=library.embed,
             # the research model's verdict is one more vote, unless it is the starter (a 135M
             # model passes nearly every claim); options.model_votes decides for benchmarks
-            model_votes=not is_starter(model) if self.options.model_votes is None else self.options.model_votes,
+            model_votes=not is_starter(model)
+            if self.options.model_votes is None
+            else self.options.model_votes,
             earlier_answers=follow_up.earlier_block(prior) if prior is not None else "",
         )
         self.open_questions: list[str] = []
-        self.source_view: SourceView = FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it
+        self.source_view: SourceView = (
+            FULL_VIEW  # how much evidence the report writer sees; a mode may narrow it
+        )
         self._collections: list[Collection] | None = None
         # the parts' services, under the names modes use
         self.emit = self.events.emit
@@ -158,7 +162,11 @@ class RunContext:
         """Begin a round: ``(node_id, round_no)``; raises BudgetHit("max_rounds") when none is left."""
         round_no = self.tracker.start_round()
         node_id = self.new_node_id("round")
-        self.emit(RoundStarted(run_id=self.run_id, node_id=node_id, round_no=round_no, parent_id=parent_id))
+        self.emit(
+            RoundStarted(
+                run_id=self.run_id, node_id=node_id, round_no=round_no, parent_id=parent_id
+            )
+        )
         return node_id, round_no
 
     def cap_subqueries(self, queries: Sequence[T]) -> list[T]:
@@ -198,7 +206,11 @@ class RunContext:
             )
         )
         return SubQuery(
-            node_id=node_id, text=text, round_no=round_no, collections=tuple(collections), parent_id=parent_id
+            node_id=node_id,
+            text=text,
+            round_no=round_no,
+            collections=tuple(collections),
+            parent_id=parent_id,
         )
 
     async def search(
@@ -229,13 +241,20 @@ class RunContext:
         async with self.events.kept_alive():  # a slow search keeps the status line alive too
             for names, indices in groups.items():
                 hits = await self.library.search(
-                    [allowed[i].text for i in indices], collections=list(names) or None, mode=mode, top_k=k
+                    [allowed[i].text for i in indices],
+                    collections=list(names) or None,
+                    mode=mode,
+                    top_k=k,
                 )
                 for i, found in zip(indices, hits, strict=False):
                     results[i] = list(found)
         for req, found in zip(allowed, results, strict=False):
             self.evidence.note_ranks(found)
-            self.emit(SearchFinished(run_id=self.run_id, node_id=req.node_id, hits=tuple(found), search_mode=mode))
+            self.emit(
+                SearchFinished(
+                    run_id=self.run_id, node_id=req.node_id, hits=tuple(found), search_mode=mode
+                )
+            )
         return results
 
     # -- evidence -----------------------------------------------------------
@@ -256,10 +275,18 @@ class RunContext:
         if self.prior is None:
             return
         thread_evidence = self.prior.evidence
-        found = {c.chunk_id: c for c in await self.library.get_chunks([e.chunk_id for e in thread_evidence])}
+        found = {
+            c.chunk_id: c
+            for c in await self.library.get_chunks([e.chunk_id for e in thread_evidence])
+        }
         for e in sorted(thread_evidence, key=lambda e: e.number):
             chunk = found.get(e.chunk_id) or Chunk(
-                chunk_id=e.chunk_id, doc_id="", collection=e.collection, path=e.path, text=e.quote, title=e.title
+                chunk_id=e.chunk_id,
+                doc_id="",
+                collection=e.collection,
+                path=e.path,
+                text=e.quote,
+                title=e.title,
             )
             self.evidence.restore(e, chunk)
 
@@ -276,7 +303,11 @@ class RunContext:
 
     def follow_up_queries(self, limit: int = 3) -> list[str]:
         """Searches, written by rule, for what a follow-up asks beyond the earlier answers."""
-        return follow_up.follow_up_queries(self.question, self.prior, limit=limit) if self.prior else []
+        return (
+            follow_up.follow_up_queries(self.question, self.prior, limit=limit)
+            if self.prior
+            else []
+        )
 
     # -- report -------------------------------------------------------------
 

@@ -41,7 +41,9 @@ from app.store.research_runs import RunStore
 
 log = logging.getLogger(__name__)
 
-SLOW_STOP_LOG_S = 5.0  # a cancelled mode task still running after this is logged (and still awaited)
+SLOW_STOP_LOG_S = (
+    5.0  # a cancelled mode task still running after this is logged (and still awaited)
+)
 HARD_STOP_MARGIN_S = 5.0  # beyond max_seconds, the engine cuts the run (partial report)
 PROVENANCE_TIMEOUT_S = 60.0  # hashing a model file the first time: seconds per gigabyte
 
@@ -95,11 +97,18 @@ class ResearchEngine:
     """
 
     def __init__(
-        self, model: ChatModel, library: Library, runs: RunStore | None = None, *, history: Path | None = None
+        self,
+        model: ChatModel,
+        library: Library,
+        runs: RunStore | None = None,
+        *,
+        history: Path | None = None,
     ) -> None:
         self.model = model
         self.library = library
-        self.history_file = history if history is not None else (runs.path if runs is not None else None)
+        self.history_file = (
+            history if history is not None else (runs.path if runs is not None else None)
+        )
         self._queues: dict[str, asyncio.Queue[Any]] = {}
 
     def stop(self, run_id: str) -> bool:
@@ -177,7 +186,9 @@ class ResearchEngine:
         try:
             yield started
             if (partial := await partial_scope_notice(self.library, scope, run_id)) is not None:
-                recorder.record(partial)  # a collection still being indexed is searched, and marked partial
+                recorder.record(
+                    partial
+                )  # a collection still being indexed is searched, and marked partial
                 yield partial
             mode_runner = self._runner_or_failure(ctx, runner)
             leftovers: list[ResearchEvent] = []
@@ -199,7 +210,9 @@ class ResearchEngine:
                 recorder.record(event)
             recorder.record(final)
             done = True
-            await recorder.drained()  # the run is in the history (or known not to be) before its end is told
+            await (
+                recorder.drained()
+            )  # the run is in the history (or known not to be) before its end is told
             for event in leftovers:
                 yield event
             if (notice := unsaved()) is not None:
@@ -240,7 +253,9 @@ class ResearchEngine:
             ctx.emit(await self._finished(ctx, report, ctx.stop_reason or "completed"))
         except TimeoutError:
             ctx.stop("max_seconds")
-            report = ctx.partial_report("The run hit its wall-time budget before the report was complete.")
+            report = ctx.partial_report(
+                "The run hit its wall-time budget before the report was complete."
+            )
             ctx.emit(await self._finished(ctx, report, "max_seconds"))
         except asyncio.CancelledError:
             raise
@@ -248,7 +263,11 @@ class ResearchEngine:
             ctx.emit(self._failed(ctx, str(exc)))
         except Exception as exc:
             log.exception("research run %s failed", ctx.run_id)
-            ctx.emit(self._failed(ctx, f"The research run failed unexpectedly ({type(exc).__name__}: {exc})."))
+            ctx.emit(
+                self._failed(
+                    ctx, f"The research run failed unexpectedly ({type(exc).__name__}: {exc})."
+                )
+            )
 
     async def _cancel(
         self,
@@ -309,7 +328,12 @@ class ResearchEngine:
         kept = len(ctx.evidence)
         if kept:
             message = f"{message} The {kept} pieces of evidence found so far are saved."
-        return Failed(run_id=ctx.run_id, message=message, usage=ctx.usage, elapsed_s=round(ctx.tracker.elapsed, 3))
+        return Failed(
+            run_id=ctx.run_id,
+            message=message,
+            usage=ctx.usage,
+            elapsed_s=round(ctx.tracker.elapsed, 3),
+        )
 
 
 async def _until_ended(task: asyncio.Task[None], run_id: str) -> None:
@@ -325,8 +349,12 @@ async def _until_ended(task: asyncio.Task[None], run_id: str) -> None:
         if not task.done() and not logged:
             logged = True
             log.warning("research run %s: still waiting for its work to stop", run_id)
-    if not task.cancelled() and task.exception() is not None:  # _drive turns errors into events: not expected
-        log.error("research run %s ended with an error while stopping", run_id, exc_info=task.exception())
+    if (
+        not task.cancelled() and task.exception() is not None
+    ):  # _drive turns errors into events: not expected
+        log.error(
+            "research run %s ended with an error while stopping", run_id, exc_info=task.exception()
+        )
 
 
 def _model_name(model: ChatModel) -> str:

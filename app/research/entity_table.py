@@ -21,7 +21,9 @@ from pathlib import Path
 from app.core.models import EntityTable, Report, TableCell
 from app.research import citations as cit
 
-EMPTY_VALUES = frozenset({"", "unknown", "n/a", "na", "none", "null", "not mentioned", "not specified", "-", "?"})
+EMPTY_VALUES = frozenset(
+    {"", "unknown", "n/a", "na", "none", "null", "not mentioned", "not specified", "-", "?"}
+)
 LOW_CONFIDENCE = 0.3  # cells at or below this are shown highlighted
 _ARTICLES = ("the ", "a ", "an ")
 
@@ -74,11 +76,16 @@ def normalise_name(name: str) -> str:
     for article in _ARTICLES:
         if text.startswith(article) and len(text) > len(article):
             text = text[len(article) :]
-    words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in text.split()]
+    words = [
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in text.split()
+    ]
     return " ".join(words)
 
 
-def plan_columns(entity_type: str, columns: Iterable[str], reserved: Iterable[str] = ()) -> list[str]:
+def plan_columns(
+    entity_type: str, columns: Iterable[str], reserved: Iterable[str] = ()
+) -> list[str]:
     """The planned columns a table can use: none that names the entity type (the first
     column does), none that echoes a field of the plan's own schema (a small model
     answers ``"columns": ["columns"]``), none twice."""
@@ -122,7 +129,9 @@ def support_ratio(value: str, evidence: str) -> float:
     return sum(1 for w in words if w in have) / len(words)
 
 
-def checked_cell(value: str, confidence: float, chunk_id: str, evidence: str, quote: str = "") -> TableCell:
+def checked_cell(
+    value: str, confidence: float, chunk_id: str, evidence: str, quote: str = ""
+) -> TableCell:
     """A cell, honest about its support: empty when the value is missing or not in
     its evidence at all, low confidence when only partly there."""
     value = " ".join(str(value).split()).strip()
@@ -167,7 +176,9 @@ def _echoes(sentence: str, said: Sequence[str]) -> bool:
     words = _words(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", " ", sentence))
     if not words:
         return False
-    return any(line in words or (len(words.split()) >= MIN_ECHO_WORDS and words in line) for line in said)
+    return any(
+        line in words or (len(words.split()) >= MIN_ECHO_WORDS and words in line) for line in said
+    )
 
 
 def tidy_summary(text: str, instructions: Sequence[str]) -> str:
@@ -201,9 +212,13 @@ def tidy_table_report(report: Report, preface_lines: int, instructions: Sequence
     tidied = tidy_summary(summary, instructions)
     if tidied == summary.strip():
         return report
-    text = "\n".join(head).rstrip() + "\n\n" + (tidied or "The model wrote no summary of the table.")
+    text = (
+        "\n".join(head).rstrip() + "\n\n" + (tidied or "The model wrote no summary of the table.")
+    )
     markdown = text + "\n\n" + tail if tail else text + "\n"
-    return dataclasses.replace(report, markdown=markdown, support=cit.sentence_support(markdown, report.citations))
+    return dataclasses.replace(
+        report, markdown=markdown, support=cit.sentence_support(markdown, report.citations)
+    )
 
 
 # -- export -------------------------------------------------------------------
@@ -291,5 +306,7 @@ def write_table(table: EntityTable, path: Path) -> Path:
     elif suffix == ".json":
         path.write_text(table_to_json(table), encoding="utf-8")
     else:
-        raise ValueError(f"cannot export a table as {suffix or 'a file without a suffix'}: use .csv or .json")
+        raise ValueError(
+            f"cannot export a table as {suffix or 'a file without a suffix'}: use .csv or .json"
+        )
     return path

@@ -30,7 +30,9 @@ class EvidenceRegistry:
         self._by_chunk: dict[str, int] = {}
         self._chunks: dict[str, Chunk] = {}
         self._groups: dict[int, str] = {}  # what ``spread`` groups by, when not the sub-query
-        self.carried_over = 0  # evidence 1..carried_over came from an earlier run (a follow-up's thread)
+        self.carried_over = (
+            0  # evidence 1..carried_over came from an earlier run (a follow-up's thread)
+        )
         self._standing: dict[str, float] = {}  # chunk id -> its search standing (see note_ranks)
 
     def __len__(self) -> int:

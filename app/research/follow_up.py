@@ -70,9 +70,13 @@ def load_prior(store: RunStore, run_id: str) -> Prior:
     finished run; :class:`FollowUpError` when there is no such run or it has no report."""
     summary = store.get_run(run_id)
     if summary is None:
-        raise FollowUpError(f"No research run '{run_id}' to follow up. List runs with `fathom history`.")
+        raise FollowUpError(
+            f"No research run '{run_id}' to follow up. List runs with `fathom history`."
+        )
     if summary.status not in FOLLOWABLE:
-        state = {"running": "is still running", "failed": "failed"}.get(summary.status, f"is {summary.status}")
+        state = {"running": "is still running", "failed": "failed"}.get(
+            summary.status, f"is {summary.status}"
+        )
         raise FollowUpError(
             f"Run {summary.run_id} {state}: only a finished run can be followed up. Pick another with `fathom history`."
         )
@@ -83,10 +87,16 @@ def load_prior(store: RunStore, run_id: str) -> Prior:
         if report is None:
             continue
         steps.append(Step(run.run_id, run.question, report))
-        searched += [e.text for e in store.load_events(run.run_id) if isinstance(e, SubQueryPlanned)]
+        searched += [
+            e.text for e in store.load_events(run.run_id) if isinstance(e, SubQueryPlanned)
+        ]
     if not steps:
-        raise FollowUpError(f"Run {summary.run_id} has no report that can be read, so it cannot be followed up.")
-    return Prior(thread_id=summary.thread_id or summary.run_id, steps=tuple(steps), searched=tuple(searched))
+        raise FollowUpError(
+            f"Run {summary.run_id} has no report that can be read, so it cannot be followed up."
+        )
+    return Prior(
+        thread_id=summary.thread_id or summary.run_id, steps=tuple(steps), searched=tuple(searched)
+    )
 
 
 def report_body(report: Report) -> str:
@@ -101,10 +111,18 @@ def earlier_block(prior: Prior, max_chars: int = EARLIER_CHARS) -> str:
     n = len(prior.steps)
     parts = []
     for i, step in enumerate(prior.steps, start=1):
-        room = (max_chars if n == 1 else max_chars // 2) if i == n else max(200, max_chars // (2 * (n - 1)))
+        room = (
+            (max_chars if n == 1 else max_chars // 2)
+            if i == n
+            else max(200, max_chars // (2 * (n - 1)))
+        )
         body = report_body(step.report)
-        parts.append(prompts.fence(f"earlier answer {i}", body, max_chars=room, title=step.question))
-    return "\n".join(parts)  # no heading of its own: a small model copies such lines into its report
+        parts.append(
+            prompts.fence(f"earlier answer {i}", body, max_chars=room, title=step.question)
+        )
+    return "\n".join(
+        parts
+    )  # no heading of its own: a small model copies such lines into its report
 
 
 FOLLOW_UP_RULE = (

@@ -23,7 +23,9 @@ END_QUERIES = "<|end search queries|>"
 BEGIN_RESULTS = "<|begin search results|>"
 END_RESULTS = "<|end search results|>"
 
-_QUERY_BLOCK = re.compile(re.escape(BEGIN_QUERIES) + r"(.*?)(?:" + re.escape(END_QUERIES) + r"|$)", re.DOTALL)
+_QUERY_BLOCK = re.compile(
+    re.escape(BEGIN_QUERIES) + r"(.*?)(?:" + re.escape(END_QUERIES) + r"|$)", re.DOTALL
+)
 _THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _BOXED = "\\boxed{"
@@ -58,7 +60,9 @@ def raw_queries(text: str) -> list[str]:
     return queries
 
 
-_RESULTS_BLOCK = re.compile(re.escape(BEGIN_RESULTS) + r".*?(?:" + re.escape(END_RESULTS) + r"|$)", re.DOTALL)
+_RESULTS_BLOCK = re.compile(
+    re.escape(BEGIN_RESULTS) + r".*?(?:" + re.escape(END_RESULTS) + r"|$)", re.DOTALL
+)
 
 
 def strip_protocol(text: str) -> str:
@@ -140,7 +144,9 @@ def queries_turn(queries: Sequence[str]) -> str:
     return f"{BEGIN_QUERIES} {'; '.join(neutralise(q) for q in queries)} {END_QUERIES}"
 
 
-def results_block(results: Sequence[tuple[str, Sequence[tuple[int, Hit]]]], *, chars_per_hit: int = 500) -> str:
+def results_block(
+    results: Sequence[tuple[str, Sequence[tuple[int, Hit]]]], *, chars_per_hit: int = 500
+) -> str:
     """One block with every query's results, each hit fenced as a document whose id
     is its evidence number ``n`` (cited ``[n]``)."""
     lines = [BEGIN_RESULTS]
@@ -150,6 +156,10 @@ def results_block(results: Sequence[tuple[str, Sequence[tuple[int, Hit]]]], *, c
             lines.append("(nothing found)")
         for number, hit in hits:
             title = hit.chunk.title or hit.chunk.path.rsplit("/", 1)[-1]
-            lines.append(fence(number, " ".join(hit.chunk.text.split()), max_chars=chars_per_hit, title=title))
+            lines.append(
+                fence(
+                    number, " ".join(hit.chunk.text.split()), max_chars=chars_per_hit, title=title
+                )
+            )
     lines.append(END_RESULTS)
     return "\n".join(lines)

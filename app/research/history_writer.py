@@ -150,7 +150,11 @@ class RunRecorder:
         if isinstance(event, EvidenceAdded):
             self._evidence.append(event.evidence)
         terminal = isinstance(event, (Finished, Failed))
-        if terminal or len(self._events) >= FLUSH_EVERY or time.monotonic() - self._last_flush > FLUSH_AFTER_S:
+        if (
+            terminal
+            or len(self._events) >= FLUSH_EVERY
+            or time.monotonic() - self._last_flush > FLUSH_AFTER_S
+        ):
             self.flush()
         if isinstance(event, Finished):
             report = event.report
@@ -169,7 +173,11 @@ class RunRecorder:
         elif isinstance(event, Failed):
             self._guard(
                 lambda store: store.finish_run(
-                    self.run_id, status="failed", message=event.message, usage=event.usage, elapsed_s=event.elapsed_s
+                    self.run_id,
+                    status="failed",
+                    message=event.message,
+                    usage=event.usage,
+                    elapsed_s=event.elapsed_s,
                 )
             )
 

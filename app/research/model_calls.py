@@ -96,7 +96,9 @@ class ModelCalls:
                 return default
             except TimeoutError:
                 if self.account.finishing:
-                    self.events.notice("A check was skipped: the wall-time budget ran out.", level="warning")
+                    self.events.notice(
+                        "A check was skipped: the wall-time budget ran out.", level="warning"
+                    )
                     self.account.stop("max_seconds")
                     return default
                 raise self.account.timeout_hit() from None
@@ -116,7 +118,9 @@ class ModelCalls:
         """A plain-text reply; its reasoning is shown under ``node_id``. With ``phase``
         (name, text), the status line says it, then counts the words written."""
         if phase is None:
-            return await self.stream_text(node_id, messages, temperature=temperature, max_tokens=max_tokens)
+            return await self.stream_text(
+                node_id, messages, temperature=temperature, max_tokens=max_tokens
+            )
         name, text = phase
         words, last = 0, " "
         self.events.phase(name, text, node_id=node_id)
@@ -125,7 +129,9 @@ class ModelCalls:
             nonlocal words, last
             words += new_words(piece, last)
             last = piece[-1:] or last
-            self.events.phase(name, phases.writing(text, words), done=words, node_id=node_id, update=True)
+            self.events.phase(
+                name, phases.writing(text, words), done=words, node_id=node_id, update=True
+            )
 
         return await self.stream_text(
             node_id, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
@@ -149,13 +155,17 @@ class ModelCalls:
         async with self._slot():
             try:
                 async with asyncio.timeout(self.account.call_deadline()):
-                    stream = self.model.stream(messages, temperature=temperature, max_tokens=max_tokens)
+                    stream = self.model.stream(
+                        messages, temperature=temperature, max_tokens=max_tokens
+                    )
                     try:
                         async for delta in stream:
                             if delta.kind == "content" and delta.text:
                                 parts.append(delta.text)
                                 if on_text is not None and on_text(delta.text) is False:
-                                    self.events.notice("The model started repeating itself; its reply was cut there.")
+                                    self.events.notice(
+                                        "The model started repeating itself; its reply was cut there."
+                                    )
                                     break
                             elif delta.kind == "reasoning":
                                 reasoning_chars += len(delta.text)
@@ -167,7 +177,9 @@ class ModelCalls:
                         closer = getattr(stream, "aclose", None)
                         if closer is not None:
                             await closer()
-                        if not accounted:  # cut early: the back end never reported usage, estimate it
+                        if (
+                            not accounted
+                        ):  # cut early: the back end never reported usage, estimate it
                             self._account(
                                 Usage(
                                     prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
@@ -178,7 +190,9 @@ class ModelCalls:
                             )
             except TimeoutError:
                 if self.account.finishing:
-                    self.events.notice("The report was cut short by the wall-time budget.", level="warning")
+                    self.events.notice(
+                        "The report was cut short by the wall-time budget.", level="warning"
+                    )
                     self.account.stop("max_seconds")
                     return "".join(parts)
                 raise self.account.timeout_hit() from None

@@ -30,7 +30,9 @@ def _missing(claim: str, texts: Sequence[str]) -> set[str]:
     return set(grounding.missing_names) | set(grounding.missing_numbers)
 
 
-def _best(claim: str, missing: set[str], held: list[str], sources: Sequence[tuple[int, str]]) -> tuple[int, str] | None:
+def _best(
+    claim: str, missing: set[str], held: list[str], sources: Sequence[tuple[int, str]]
+) -> tuple[int, str] | None:
     """The source (the first of the best, in the writer's order) that leaves the
     fewest of ``missing`` missing, if it finds one at all."""
     best: tuple[int, str] | None = None
@@ -54,7 +56,9 @@ def cite_names(markdown: str, sources: Sequence[tuple[int, str]]) -> tuple[str, 
         if text.rstrip().endswith("?"):
             return text
         held = [texts[n] for n in sentence.numbers if n in texts]
-        if len(held) < len(sentence.numbers):  # it cites a passage the writer was not shown: leave it
+        if len(held) < len(
+            sentence.numbers
+        ):  # it cites a passage the writer was not shown: leave it
             return text
         missing = _missing(sentence.claim, held)
         extra: list[int] = []

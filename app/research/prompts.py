@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.llm.base import Message
-from app.llm.fencing import DATA_RULE, FENCE_TAG, WITHHELD, clip, fence, neutralise, withhold_instructions
+from app.llm.fencing import (
+    DATA_RULE,
+    FENCE_TAG,
+    WITHHELD,
+    clip,
+    fence,
+    neutralise,
+    withhold_instructions,
+)
 
 __all__ = [
     "DATA_RULE",
@@ -34,12 +42,16 @@ __all__ = [
 _SENTENCE_SPLIT = re.compile(r"((?<=[.!?])\s+|\n)")
 
 
-def fence_many(items: Sequence[tuple[str | int, str, str]], *, max_chars: int, total_chars: int) -> str:
+def fence_many(
+    items: Sequence[tuple[str | int, str, str]], *, max_chars: int, total_chars: int
+) -> str:
     """Fence ``(label, title, text)`` items, sharing ``total_chars`` between them."""
     if not items:
         return "(no documents)"
     each = max(min(200, max_chars), min(max_chars, total_chars // len(items)))
-    return "\n".join(fence(label, text, max_chars=each, title=title) for label, title, text in items)
+    return "\n".join(
+        fence(label, text, max_chars=each, title=title) for label, title, text in items
+    )
 
 
 def system(*parts: str) -> Message:
@@ -119,7 +131,9 @@ def question_block(question: str) -> str:
     return f"<question>\n{neutralise(question)}\n</question>"
 
 
-def object_schema(title: str, properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
+def object_schema(
+    title: str, properties: dict[str, Any], required: Sequence[str] | None = None
+) -> dict[str, Any]:
     """A JSON schema object; ``title`` names the task (scripted test models dispatch on it)."""
     return {
         "title": title,
@@ -131,7 +145,12 @@ def object_schema(title: str, properties: dict[str, Any], required: Sequence[str
 
 
 def string_list(max_items: int, *, min_items: int = 0) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "minItems": min_items, "maxItems": max_items}
+    return {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": min_items,
+        "maxItems": max_items,
+    }
 
 
 def int_list(max_items: int) -> dict[str, Any]:

@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 DIGESTS_FILE = "model-digests.json"
 # above a starter model's report, in the window, the exports and `fathom show`
-STARTER_HEADER = "Written by the starter model: a tiny model for a first try, not for real research."
+STARTER_HEADER = (
+    "Written by the starter model: a tiny model for a first try, not for real research."
+)
 
 
 def file_digest(path: Path, cache: Path | None = None, *, compute: bool = True) -> str:
@@ -137,7 +139,9 @@ async def ollama_digest(model: ChatModel) -> str:
     return ""
 
 
-async def source_records(library: Library, evidence: Sequence[Evidence]) -> tuple[SourceRecord, ...]:
+async def source_records(
+    library: Library, evidence: Sequence[Evidence]
+) -> tuple[SourceRecord, ...]:
     """Each source as the library recorded its file when indexing it, in number order."""
     docs = await library.documents_by_id([doc_id_of_chunk(e.chunk_id) for e in evidence])
     records = []
@@ -147,7 +151,13 @@ async def source_records(library: Library, evidence: Sequence[Evidence]) -> tupl
             records.append(SourceRecord(number=e.number, path=e.path))
         else:
             records.append(
-                SourceRecord(number=e.number, path=doc.path, size=doc.size, mtime=doc.mtime, sha256=doc.content_hash)
+                SourceRecord(
+                    number=e.number,
+                    path=doc.path,
+                    size=doc.size,
+                    mtime=doc.mtime,
+                    sha256=doc.content_hash,
+                )
             )
     return tuple(records)
 
@@ -169,7 +179,9 @@ def describe(provenance: Provenance) -> list[str]:
         f"Research model: {model}",
     ]
     if provenance.model_file:
-        lines.append(f"Model file: {provenance.model_file} ({provenance.model_digest or 'digest unknown'})")
+        lines.append(
+            f"Model file: {provenance.model_file} ({provenance.model_digest or 'digest unknown'})"
+        )
     elif provenance.model_digest:
         lines.append(f"Model digest: {provenance.model_digest}")
     lines += [
@@ -178,7 +190,11 @@ def describe(provenance: Provenance) -> list[str]:
         f"Sentences checked by: {provenance.checked_by or 'nothing independent of the writer (not verified)'}",
     ]
     for source in provenance.sources:
-        changed = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(source.mtime)) if source.mtime else "unknown"
+        changed = (
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(source.mtime))
+            if source.mtime
+            else "unknown"
+        )
         lines.append(
             f"Source [{source.number}]: {source.path} — {source.size:,} bytes, modified {changed}, "
             f"sha256 {source.sha256 or 'unknown'}"

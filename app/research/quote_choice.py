@@ -71,7 +71,9 @@ def _holds(answer: str, passage: Picked) -> bool:
     return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text, re.IGNORECASE) is not None
 
 
-def rested_on(question: str, picked: Sequence[Picked], cited: Collection[int], answer: str = "") -> list[int]:
+def rested_on(
+    question: str, picked: Sequence[Picked], cited: Collection[int], answer: str = ""
+) -> list[int]:
     """The numbers of ``picked`` (in their order) to quote: those the report's
     sentences cite (``cited``), that hold the most specific name of ``question`` or
     hold ``answer``; all of them when none does."""

@@ -25,14 +25,21 @@ def ranked_picks(value: Any, count: int, keep_when_none: int) -> tuple[list[int]
     raw = value.get("relevant") if isinstance(value, dict) else None
     picked: list[int] = []
     for i in raw if isinstance(raw, list) else []:
-        if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= count and i - 1 not in picked:
+        if (
+            isinstance(i, int)
+            and not isinstance(i, bool)
+            and 1 <= i <= count
+            and i - 1 not in picked
+        ):
             picked.append(i - 1)
     if picked:
         return picked, ""
     return list(range(min(keep_when_none, count))), KEPT_REASON
 
 
-def emit_judgements(events: RunEvents, judged: Sequence[tuple[str, Hit]], picked: Sequence[int], reason: str) -> None:
+def emit_judgements(
+    events: RunEvents, judged: Sequence[tuple[str, Hit]], picked: Sequence[int], reason: str
+) -> None:
     """One ``ChunkJudged`` per ``(sub-query node, hit)`` in ``judged``: a picked hit is
     relevant, scored by its rank (the best 1.0); the others score 0."""
     order = {index: rank for rank, index in enumerate(picked)}

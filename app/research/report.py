@@ -47,7 +47,9 @@ NO_EVIDENCE = "No passage in the searched collections was found relevant to this
 # cut to its sentences nearest the question
 ANSWER_SOURCES = 3
 ANSWER_VIEW = SourceView(max_sources=ANSWER_SOURCES, chars=240, focus=True)
-ANSWER_SCHEMA = prompts.object_schema("short_answer", {"answer": {"type": "string", "maxLength": 200}})
+ANSWER_SCHEMA = prompts.object_schema(
+    "short_answer", {"answer": {"type": "string", "maxLength": 200}}
+)
 
 
 class RepetitionGuard:
@@ -77,7 +79,9 @@ class RepetitionGuard:
         return self.repeats < self.limit and not prompts.ends_in_a_loop(self.buffer)
 
 
-def report_sources(question: str, evidence: EvidenceRegistry, limit: int) -> list[tuple[int, Chunk]]:
+def report_sources(
+    question: str, evidence: EvidenceRegistry, limit: int
+) -> list[tuple[int, Chunk]]:
     """The evidence the report writer sees, in the order it sees it: at most ``limit``
     items (the run's ``source_view.max_sources``), the multi-hop chain first, then
     taken in turn from each sub-query that found evidence (each one's best first),
@@ -115,7 +119,9 @@ def report_messages(
     passages = passages_of(evidence)
     focus = {n: chain_focus(n, passages, numbers) for n in numbers}
     docs = prompts.fence_many(
-        evidence_excerpts(question, evidence, view, numbers, focus), max_chars=view.chars, total_chars=prompt_chars
+        evidence_excerpts(question, evidence, view, numbers, focus),
+        max_chars=view.chars,
+        total_chars=prompt_chars,
     )
     return [
         prompts.system(*WRITER_RULES, follow_up.REPORT_RULE if earlier_answers else ""),
@@ -168,7 +174,9 @@ def findings_report_messages(
 ) -> list[Message]:
     """The report writer's prompt when the passages the answer rests on were picked
     first (:meth:`ReportWriter._findings`): each one's quote, fenced under its id and title."""
-    docs = "\n".join(prompts.fence(n, fact, max_chars=400, title=_title(evidence, n)) for n, fact in findings)
+    docs = "\n".join(
+        prompts.fence(n, fact, max_chars=400, title=_title(evidence, n)) for n, fact in findings
+    )
     return [
         prompts.system(
             "You answer the user's question from the numbered passages, in one to three plain sentences of "
@@ -221,10 +229,18 @@ def finish_report(
     cited = cit.first_cited(text, [e.number for e in evidence])
     kept = [e.number for e in evidence if e.number <= carried_over]
     fresh = [n for n in cited if n > carried_over]
-    order = kept + fresh + [e.number for e in evidence if e.number > carried_over and e.number not in set(cited)]
+    order = (
+        kept
+        + fresh
+        + [e.number for e in evidence if e.number > carried_over and e.number not in set(cited)]
+    )
     new = {old: i for i, old in enumerate(order, start=1)}
     text = cit.renumber(text, order)
-    renumbered = tuple(sorted((dataclasses.replace(e, number=new[e.number]) for e in evidence), key=lambda e: e.number))
+    renumbered = tuple(
+        sorted(
+            (dataclasses.replace(e, number=new[e.number]) for e in evidence), key=lambda e: e.number
+        )
+    )
     listed = {new[n] for n in cited}
     citations = tuple(dataclasses.replace(c, number=new.get(c.number, c.number)) for c in checked)
     markdown = (
@@ -238,7 +254,9 @@ def finish_report(
     return markdown, renumbered, citations, cit.sentence_support(markdown, citations, checked_by)
 
 
-def _renumbered(registry: EvidenceRegistry, final: Sequence[Evidence], numbers: Sequence[int]) -> tuple[int, ...]:
+def _renumbered(
+    registry: EvidenceRegistry, final: Sequence[Evidence], numbers: Sequence[int]
+) -> tuple[int, ...]:
     """``numbers`` (the run's evidence numbers) as the finished report numbers them."""
     new = {e.chunk_id: e.number for e in final}
     out = []
@@ -297,7 +315,9 @@ class ReportWriter:
     ) -> None:
         self.question = question
         self.embed = embed  # the library's embedding model: the claim check's sense of meaning
-        self.model_votes = model_votes  # False: the research model is too small to judge (the starter)
+        self.model_votes = (
+            model_votes  # False: the research model is too small to judge (the starter)
+        )
         self.evidence = evidence
         self.calls = calls
         self.events = events
@@ -305,7 +325,9 @@ class ReportWriter:
         self.options = options
         self.prompt_chars = prompt_chars
         self.text = ""
-        self.earlier_answers = earlier_answers  # a follow-up's earlier answers, fenced (app.research.follow_up)
+        self.earlier_answers = (
+            earlier_answers  # a follow-up's earlier answers, fenced (app.research.follow_up)
+        )
 
     async def write(
         self,
@@ -354,8 +376,13 @@ class ReportWriter:
                     self.prompt_chars,
                     earlier_answers=self.earlier_answers,
                 )
-            body = await self.calls.stream_text(REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens)
-            body = _drop_question_echo(prompts.strip_echo(body), self.question) or "The model wrote no report text."
+            body = await self.calls.stream_text(
+                REPORT_NODE, messages, on_text=on_text, max_tokens=max_tokens
+            )
+            body = (
+                _drop_question_echo(prompts.strip_echo(body), self.question)
+                or "The model wrote no report text."
+            )
             body = cit.citations_to_the_end(body)
             if findings:
                 listed = findings_section(findings)
@@ -367,16 +394,25 @@ class ReportWriter:
 
         body, removed = cit.resolve_citations(body, self.evidence.numbers())
         if removed:
-            self.events.notice(f"Removed {removed} citation(s) to sources that do not exist.", level="warning")
-        sources = [(n, chunk.text) for n, chunk in report_sources(self.question, self.evidence, view.max_sources)]
+            self.events.notice(
+                f"Removed {removed} citation(s) to sources that do not exist.", level="warning"
+            )
+        sources = [
+            (n, chunk.text)
+            for n, chunk in report_sources(self.question, self.evidence, view.max_sources)
+        ]
         body, bound = cit.bind_uncited(body, sources)
         if bound:
             self.events.notice(f"Attached {bound} citation(s) to sentences that restate a source.")
-        picked = [n for n, _ in findings]  # the passages the answer rests on lead, then the rest shown
+        picked = [
+            n for n, _ in findings
+        ]  # the passages the answer rests on lead, then the rest shown
         order = sorted(sources, key=lambda s: picked.index(s[0]) if s[0] in picked else len(picked))
         body, named = cite_names(body, order)
         if named:
-            self.events.notice(f"Attached {named} citation(s) to the passages that sentences' names come from.")
+            self.events.notice(
+                f"Attached {named} citation(s) to the passages that sentences' names come from."
+            )
 
         pairs = cit.citation_pairs(body)
         check = await self._check(pairs)
@@ -392,7 +428,9 @@ class ReportWriter:
         if stop_reason and stop_reason != "completed":
             questions.append(describe_stop(stop_reason) + " More searching may find more.")
         if unsupported:
-            questions.append(f"{unsupported} cited claim(s) were not supported by their source (marked ⚠).")
+            questions.append(
+                f"{unsupported} cited claim(s) were not supported by their source (marked ⚠)."
+            )
         if not len(self.evidence):
             questions.append(self.question)
         questions = _dedup(questions)
@@ -409,9 +447,13 @@ class ReportWriter:
             body = answerability.lead(answerable) + "\n\n" + body
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
         answer_from: list[int] = []
-        says_it = answerable is None or answerable.answered  # a report that does not answer gives no short answer
+        says_it = (
+            answerable is None or answerable.answered
+        )  # a report that does not answer gives no short answer
         if not answer and self.options.short_answer and len(self.evidence) and says_it:
-            trusted = cit.without_flagged(body)  # the short answer never rests on a flagged sentence
+            trusted = cit.without_flagged(
+                body
+            )  # the short answer never rests on a flagged sentence
             if findings:  # the report quotes the passages it rests on: it is all the answer reads
                 answer_from = [n for n, _ in findings]
                 answer = await self._short_answer(trusted, ())
@@ -421,7 +463,12 @@ class ReportWriter:
         if findings:
             body = self._quote_rested_on(body, findings, answer if says_it else "")
         markdown, evidence, citations, support = finish_report(
-            head + body, self.evidence.all(), checked, questions, self.evidence.carried_over, check.checked_by
+            head + body,
+            self.evidence.all(),
+            checked,
+            questions,
+            self.evidence.carried_over,
+            check.checked_by,
         )
         return Report(
             markdown=markdown,
@@ -429,7 +476,9 @@ class ReportWriter:
             citations=citations,
             open_questions=tuple(questions),
             removed_citations=removed,
-            answer=answer if says_it else "",  # no answer from near misses, the hds model's included
+            answer=answer
+            if says_it
+            else "",  # no answer from near misses, the hds model's included
             support=support,
             written_from=_renumbered(self.evidence, evidence, [n for n, _ in sources]),
             answer_from=_renumbered(self.evidence, evidence, answer_from),
@@ -446,9 +495,15 @@ class ReportWriter:
         check = await check_claims(pairs, self.evidence.text, self.embed)
         # the model's vote counts only on a sentence the check supports weakly (see
         # with_model_vote): it is not asked about the others
-        weak = [p for p in pairs if check.verdicts[p.sentence].supported and not check.verdicts[p.sentence].firm]
+        weak = [
+            p
+            for p in pairs
+            if check.verdicts[p.sentence].supported and not check.verdicts[p.sentence].firm
+        ]
         if self.model_votes and weak:
-            votes = await check_citations(self.calls, self.events, weak, self.evidence.text, self.prompt_chars)
+            votes = await check_citations(
+                self.calls, self.events, weak, self.evidence.text, self.prompt_chars
+            )
             check = with_model_vote(check, votes)
         return check
 
@@ -481,13 +536,21 @@ class ReportWriter:
         ]
         self.events.phase(phases.WRITE, phases.NOTING, node_id=REPORT_NODE)
         value = await self.calls.call_structured(
-            REPORT_NODE, messages, findings_schema(numbers), default={}, max_tokens=FINDINGS_MAX_TOKENS
+            REPORT_NODE,
+            messages,
+            findings_schema(numbers),
+            default={},
+            max_tokens=FINDINGS_MAX_TOKENS,
         )
         raw = value.get("sources", []) if isinstance(value, dict) else []
-        picked = list(dict.fromkeys(n for n in (raw if isinstance(raw, list) else []) if n in numbers))
+        picked = list(
+            dict.fromkeys(n for n in (raw if isinstance(raw, list) else []) if n in numbers)
+        )
         quotes = []
         for n in picked:
-            text = focused(self.evidence.text(n), f"{self.question} {focus.get(n, '')}", QUOTE_CHARS)
+            text = focused(
+                self.evidence.text(n), f"{self.question} {focus.get(n, '')}", QUOTE_CHARS
+            )
             if text.strip():
                 quotes.append((n, " ".join(text.split())))
         return quotes
@@ -503,10 +566,14 @@ class ReportWriter:
         keep = set(rested_on(self.question, picked, set(cit.cited_numbers(prose)), answer))
         if len(keep) == len(findings):
             return body
-        self.events.notice(f"Quoted {len(keep)} of the {len(findings)} passages picked: those the answer rests on.")
+        self.events.notice(
+            f"Quoted {len(keep)} of the {len(findings)} passages picked: those the answer rests on."
+        )
         return body.replace(listed, findings_section([f for f in findings if f[0] in keep]))
 
-    def _answer_sources(self, body: str, shown: Sequence[int], checked: Sequence[Citation]) -> list[int]:
+    def _answer_sources(
+        self, body: str, shown: Sequence[int], checked: Sequence[Citation]
+    ) -> list[int]:
         """The evidence the short answer reads beside the report: what the report cites
         and the check did not reject everywhere, in the writer's order (the chain
         first), at most :data:`ANSWER_SOURCES`."""

@@ -29,7 +29,9 @@ ROUTE_SCHEMA = prompts.object_schema(
 )
 
 
-async def route(ctx: RunContext, queries: Sequence[str], *, node_id: str = ROOT_NODE) -> list[tuple[str, ...]]:
+async def route(
+    ctx: RunContext, queries: Sequence[str], *, node_id: str = ROOT_NODE
+) -> list[tuple[str, ...]]:
     """Collections for each query: skipped (scope as is) when there is one collection or none;
     the status line says so under ``node_id`` (the round)."""
     collections: list[Collection] = await ctx.collections()
@@ -55,7 +57,11 @@ async def route(ctx: RunContext, queries: Sequence[str], *, node_id: str = ROOT_
     for item in value.get("routes", []) if isinstance(value, dict) else []:
         if not isinstance(item, dict) or not isinstance(item.get("query"), int):
             continue
-        picks = [c for c in item.get("collections", []) if isinstance(c, int) and 1 <= c <= len(collections)]
+        picks = [
+            c
+            for c in item.get("collections", [])
+            if isinstance(c, int) and 1 <= c <= len(collections)
+        ]
         names = tuple(dict.fromkeys(collections[c - 1].name for c in picks))
         if names:
             chosen.setdefault(item["query"], names)

@@ -39,7 +39,10 @@ class RunEvents:
     """Emits a run's events (to ``emit``, the engine's queue) and numbers its nodes."""
 
     def __init__(
-        self, run_id: str, emit: Callable[[ResearchEvent], None], clock: Callable[[], float] = time.monotonic
+        self,
+        run_id: str,
+        emit: Callable[[ResearchEvent], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.run_id = run_id
         self._emit = emit
@@ -57,7 +60,9 @@ class RunEvents:
     def new_node_id(self, prefix: str = "n") -> str:
         return f"{prefix}{next(self._ids)}"
 
-    def notice(self, message: str, *, level: NoticeLevel = "info", node_id: str = ROOT_NODE) -> None:
+    def notice(
+        self, message: str, *, level: NoticeLevel = "info", node_id: str = ROOT_NODE
+    ) -> None:
         self.emit(Notice(run_id=self.run_id, message=message, level=level, node_id=node_id))
 
     def phase(
@@ -85,9 +90,15 @@ class RunEvents:
             node_id,
         ):
             return
-        if update and not (total and done >= total) and now - self._phase_at < PHASE_COUNT_INTERVAL_S:
+        if (
+            update
+            and not (total and done >= total)
+            and now - self._phase_at < PHASE_COUNT_INTERVAL_S
+        ):
             return
-        event = PhaseChanged(run_id=self.run_id, phase=phase, text=text, done=done, total=total, node_id=node_id)
+        event = PhaseChanged(
+            run_id=self.run_id, phase=phase, text=text, done=done, total=total, node_id=node_id
+        )
         self._phase, self._phase_at = event, now
         self.emit(event)
 
@@ -95,7 +106,14 @@ class RunEvents:
         """Advance the current phase's count to ``done`` (an update: throttled)."""
         last = self._phase
         if last is not None:
-            self.phase(last.phase, last.text, done=done, total=last.total, node_id=last.node_id, update=True)
+            self.phase(
+                last.phase,
+                last.text,
+                done=done,
+                total=last.total,
+                node_id=last.node_id,
+                update=True,
+            )
 
     @asynccontextmanager
     async def kept_alive(self) -> AsyncIterator[None]:
@@ -118,7 +136,11 @@ class RunEvents:
             await asyncio.sleep(KEEP_ALIVE_CHECK_S)
             now = self._clock()
             tick = int((now - started) / KEEP_ALIVE_S)
-            if self._phase is None or tick <= said or now - self._seen_at < KEEP_ALIVE_S - KEEP_ALIVE_CHECK_S:
+            if (
+                self._phase is None
+                or tick <= said
+                or now - self._seen_at < KEEP_ALIVE_S - KEEP_ALIVE_CHECK_S
+            ):
                 continue
             said = tick
             waited = max(1, round(now - started))

@@ -22,16 +22,27 @@ if TYPE_CHECKING:  # the store's module loads Milvus: not needed to hold an opti
 class RunOptions:
     """Options of one research run, each with its default and what it changes."""
 
-    prompt_chars: int = option(6000, low=1, help="room for document text in one prompt, in characters")
-    report_max_tokens: int = option(900, low=1, help="the longest report the writer may write, in tokens")
-    report_share: float = option(REPORT_SHARE, low=0, high=1, help="share of max_seconds kept for the report")
+    prompt_chars: int = option(
+        6000, low=1, help="room for document text in one prompt, in characters"
+    )
+    report_max_tokens: int = option(
+        900, low=1, help="the longest report the writer may write, in tokens"
+    )
+    report_share: float = option(
+        REPORT_SHARE, low=0, high=1, help="share of max_seconds kept for the report"
+    )
     findings: bool = option(True, help="quote under the report the passages it rests on")
     short_answer: bool = option(False, help="also extract the report's short answer (benchmarks)")
     model_votes: bool | None = option(
-        None, help="the research model's verdict joins the claim check; None: unless it is the starter"
+        None,
+        help="the research model's verdict joins the claim check; None: unless it is the starter",
     )
-    bridge_queries: bool = option(True, help="deep: search for the passages linking one hop to the next")
-    table_max_chunks: int = option(10, low=1, help="table: chunks read for mentions (one model call each)")
+    bridge_queries: bool = option(
+        True, help="deep: search for the passages linking one hop to the next"
+    )
+    table_max_chunks: int = option(
+        10, low=1, help="table: chunks read for mentions (one model call each)"
+    )
     table_max_rows: int = option(8, low=1, help="table: entities enriched (one model call each)")
     hds_turn_tokens: int = option(512, low=1, help="hds: the longest turn of the model, in tokens")
     hds_search_mode: SearchMode = option(
@@ -48,7 +59,9 @@ class RunOptions:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(options) - set(names))
         if unknown:
-            raise ValueError(f"no run option named {', '.join(unknown)}; the options are {', '.join(names)}")
+            raise ValueError(
+                f"no run option named {', '.join(unknown)}; the options are {', '.join(names)}"
+            )
         return cls(**options)
 
     def replace(self, **changes: Any) -> RunOptions:

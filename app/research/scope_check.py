@@ -18,7 +18,11 @@ class _Indexing(Protocol):
 async def partial_scope_notice(library: _Indexing, scope: Scope, run_id: str) -> Notice | None:
     """A warning when a collection of ``scope`` (all collections when it names none) is
     still being indexed; None when every collection in it is complete."""
-    states = [s for s in await library.indexing() if not scope.collections or s.collection in scope.collections]
+    states = [
+        s
+        for s in await library.indexing()
+        if not scope.collections or s.collection in scope.collections
+    ]
     if not states:
         return None
     sentences = "; ".join(s.partial_sentence() for s in states)

@@ -48,7 +48,9 @@ REPORT_NODE = "report"
 NodeKind = Literal["run", "followup", "round", "subquery", "chunk", "reflection", "plan", "report"]
 # a run or follow-up: running, finished, failed, cancelled; a chunk: relevant, irrelevant or
 # not judged (""); a reflection: done or not ("")
-NodeStatus = Literal["", "running", "finished", "failed", "cancelled", "relevant", "irrelevant", "done"]
+NodeStatus = Literal[
+    "", "running", "finished", "failed", "cancelled", "relevant", "irrelevant", "done"
+]
 
 
 @dataclass
@@ -118,7 +120,12 @@ class TreeBuilder:
 
     def apply(self, event: Event) -> TreeChange:
         run_id = str(getattr(event, "run_id", ""))
-        if isinstance(event, RunStarted) and event.follows and self._first_run and run_id != self._first_run:
+        if (
+            isinstance(event, RunStarted)
+            and event.follows
+            and self._first_run
+            and run_id != self._first_run
+        ):
             return self._start_branch(event)
         branch = self._branches.get(run_id)
         if branch is not None:
@@ -145,7 +152,9 @@ class TreeBuilder:
     def _apply_in_branch(self, event: Event, run_id: str, branch: TreeNode) -> TreeChange:
         """A follow-up's event, placed under its branch (node ids prefixed with its run id)."""
         if isinstance(event, ReportStarted):
-            return self._insert(TreeNode(f"{run_id}/{REPORT_NODE}", "report", "Report", branch.node_id))
+            return self._insert(
+                TreeNode(f"{run_id}/{REPORT_NODE}", "report", "Report", branch.node_id)
+            )
         if isinstance(event, EvidenceAdded):
             branch.detail["evidence"] = branch.detail.get("evidence", 0) + 1
             return TreeChange(updated=(branch.node_id,))
@@ -156,7 +165,9 @@ class TreeBuilder:
         if isinstance(event, (Finished, Failed)):
             self._apply(event)
             branch.status = self.root.status
-            branch.detail.update({k: v for k, v in self.root.detail.items() if k in ("stop_reason", "message")})
+            branch.detail.update(
+                {k: v for k, v in self.root.detail.items() if k in ("stop_reason", "message")}
+            )
             return TreeChange(updated=(ROOT_NODE, branch.node_id))
         changes: dict[str, Any] = {}
         for name in ("node_id", "parent_id"):
@@ -168,17 +179,29 @@ class TreeBuilder:
     def _apply(self, event: Event) -> TreeChange:
         if isinstance(event, RunStarted):
             self.root.label = event.question
-            self.root.detail.update(mode=event.mode, model=event.model, collections=list(event.collections))
+            self.root.detail.update(
+                mode=event.mode, model=event.model, collections=list(event.collections)
+            )
             return TreeChange(updated=(ROOT_NODE,))
         if isinstance(event, RoundStarted):
             return self._insert(
                 TreeNode(
-                    event.node_id, "round", f"Round {event.round_no}", event.parent_id, detail={"round": event.round_no}
+                    event.node_id,
+                    "round",
+                    f"Round {event.round_no}",
+                    event.parent_id,
+                    detail={"round": event.round_no},
                 )
             )
         if isinstance(event, PlanWritten):
             return self._insert(
-                TreeNode(event.node_id, "plan", "Plan", event.parent_id, detail={"steps": list(event.steps)})
+                TreeNode(
+                    event.node_id,
+                    "plan",
+                    "Plan",
+                    event.parent_id,
+                    detail={"steps": list(event.steps)},
+                )
             )
         if isinstance(event, SubQueryPlanned):
             return self._insert(
@@ -187,7 +210,11 @@ class TreeBuilder:
                     "subquery",
                     event.text,
                     event.parent_id,
-                    detail={"origin": event.origin, "round": event.round_no, "collections": list(event.collections)},
+                    detail={
+                        "origin": event.origin,
+                        "round": event.round_no,
+                        "collections": list(event.collections),
+                    },
                 )
             )
         if isinstance(event, SearchFinished):
@@ -203,7 +230,9 @@ class TreeBuilder:
                         event.node_id,
                         detail={
                             "chunk_id": hit.chunk.chunk_id,
-                            "score": round(hit.score, 6),  # on its search's own scale (BM25, cosine, RRF)
+                            "score": round(
+                                hit.score, 6
+                            ),  # on its search's own scale (BM25, cosine, RRF)
                             "rank": rank,  # what the window shows: one scale for every search
                             "of": len(event.hits),
                             "path": hit.chunk.path,

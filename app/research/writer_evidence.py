@@ -69,7 +69,9 @@ def _overlap(question: set[str], passage: Passage) -> int:
     return len(question & _content(f"{passage.title} {passage.text}"))
 
 
-def _grow(start: Passage, passages: Sequence[Passage], asked: set[str], max_links: int) -> list[Passage]:
+def _grow(
+    start: Passage, passages: Sequence[Passage], asked: set[str], max_links: int
+) -> list[Passage]:
     rank = {p.number: i for i, p in enumerate(passages)}
     links = [start]
     while len(links) < max_links:
@@ -136,13 +138,17 @@ def chain_focus(number: int, passages: Sequence[Passage], chosen: Sequence[int])
     if me is None:
         return ""
     return " ".join(
-        _name(by_number[n].title).lower() for n in chosen if n != number and n in by_number and linked(me, by_number[n])
+        _name(by_number[n].title).lower()
+        for n in chosen
+        if n != number and n in by_number and linked(me, by_number[n])
     )
 
 
 def passages_of(evidence: EvidenceRegistry) -> list[Passage]:
     """The run's evidence as passages, in evidence order (each sub-query's best first)."""
-    return [Passage(n, chunk.title or chunk.heading_path, chunk.text) for n, chunk in evidence.chunks()]
+    return [
+        Passage(n, chunk.title or chunk.heading_path, chunk.text) for n, chunk in evidence.chunks()
+    ]
 
 
 def writer_numbers(question: str, evidence: EvidenceRegistry, limit: int) -> list[int]:
@@ -151,4 +157,6 @@ def writer_numbers(question: str, evidence: EvidenceRegistry, limit: int) -> lis
     passages = passages_of(evidence)
     standing = {p.number: evidence.standing(p.number) for p in passages}
     spread = evidence.spread(limit)
-    return writer_order(question, passages, spread, limit, standing if any(standing.values()) else None)
+    return writer_order(
+        question, passages, spread, limit, standing if any(standing.values()) else None
+    )

@@ -41,7 +41,9 @@ _RUNS = "ingest_runs"
 
 DAMAGED_HINT = "Move it away to start an empty catalog; the documents will need to be added again."
 ACTIVE = "active"  # a collection in use
-REMOVING = "removing"  # a collection being removed: hidden, and its removal is finished at the next start
+REMOVING = (
+    "removing"  # a collection being removed: hidden, and its removal is finished at the next start
+)
 IngestRunStatus = Literal["running", "finished", "cancelled", "failed", "interrupted"]
 COUNT_NAMES = tuple(f.name for f in fields(IngestCounts))  # an ingest run's count columns
 
@@ -67,7 +69,10 @@ class Catalog:
         try:
             if read_only:
                 conn = sqlite3.connect(
-                    path.absolute().as_uri() + "?mode=ro", uri=True, check_same_thread=False, timeout=10.0
+                    path.absolute().as_uri() + "?mode=ro",
+                    uri=True,
+                    check_same_thread=False,
+                    timeout=10.0,
                 )
             else:
                 conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
@@ -105,9 +110,13 @@ class Catalog:
                 defaults={"description": "", "embedding_model": "", "dimension": 0},
                 if_not_exists=True,
             )
-            if "state" not in db.table(_COLLECTIONS).columns_dict:  # catalogs written before removal was marked
+            if (
+                "state" not in db.table(_COLLECTIONS).columns_dict
+            ):  # catalogs written before removal was marked
                 db.table(_COLLECTIONS).add_column("state", str, not_null_default=ACTIVE)
-            if "watched" not in db.table(_COLLECTIONS).columns_dict:  # catalogs written before watched folders
+            if (
+                "watched" not in db.table(_COLLECTIONS).columns_dict
+            ):  # catalogs written before watched folders
                 db.table(_COLLECTIONS).add_column("watched", int, not_null_default=1)
             db.table(_DOCUMENTS).create(
                 {
@@ -125,10 +134,18 @@ class Catalog:
                 },
                 pk="doc_id",
                 not_null={"doc_id", "collection", "path", "status"},
-                defaults={"content_hash": "", "error": "", "chunk_count": 0, "title": "", "size": 0},
+                defaults={
+                    "content_hash": "",
+                    "error": "",
+                    "chunk_count": 0,
+                    "title": "",
+                    "size": 0,
+                },
                 if_not_exists=True,
             )
-            db.table(_DOCUMENTS).create_index(["collection", "path"], unique=True, if_not_exists=True)
+            db.table(_DOCUMENTS).create_index(
+                ["collection", "path"], unique=True, if_not_exists=True
+            )
             db.table(_DOCUMENTS).create_index(["collection", "status"], if_not_exists=True)
             db.table(_DOCUMENTS).create_index(["collection", "content_hash"], if_not_exists=True)
             db.table(_ROOTS).create(
@@ -181,7 +198,11 @@ class Catalog:
     def collection(self, name: str) -> Collection | None:
         """The collection named ``name``; None if there is none (or it is being removed)."""
         with self._lock:
-            rows = list(self.db.query(f"select * from {_COLLECTIONS} where name = ? and state = ?", [name, ACTIVE]))
+            rows = list(
+                self.db.query(
+                    f"select * from {_COLLECTIONS} where name = ? and state = ?", [name, ACTIVE]
+                )
+            )
             if not rows:
                 return None
             return self._collection_from_row(rows[0])
@@ -190,7 +211,9 @@ class Catalog:
         found = self.collection(name)
         if found is None:
             names = ", ".join(c.name for c in self.collections()) or "none yet"
-            raise CollectionNotFound(f"There is no collection named '{name}' (collections: {names}).")
+            raise CollectionNotFound(
+                f"There is no collection named '{name}' (collections: {names})."
+            )
         return found
 
     def collections(self) -> list[Collection]:
@@ -198,7 +221,8 @@ class Catalog:
             return [
                 self._collection_from_row(row)
                 for row in self.db.query(
-                    f"select * from {_COLLECTIONS} where state = ? order by name collate nocase", [ACTIVE]
+                    f"select * from {_COLLECTIONS} where state = ? order by name collate nocase",
+                    [ACTIVE],
                 )
             ]
 
@@ -207,13 +231,16 @@ class Catalog:
         with self._lock:
             return [
                 row["name"]
-                for row in self.db.query(f"select name from {_COLLECTIONS} where state = ? order by name", [REMOVING])
+                for row in self.db.query(
+                    f"select name from {_COLLECTIONS} where state = ? order by name", [REMOVING]
+                )
             ]
 
     def mark_collection_removing(self, name: str) -> None:
         with self.transaction():
             self._conn.execute(
-                f"update {_COLLECTIONS} set state = ?, updated = ? where name = ?", [REMOVING, time.time(), name]
+                f"update {_COLLECTIONS} set state = ?, updated = ? where name = ?",
+                [REMOVING, time.time(), name],
             )
 
     def _collection_from_row(self, row: dict[str, Any]) -> Collection:
@@ -258,19 +285,28 @@ class Catalog:
     def set_description(self, name: str, description: str) -> None:
         self.require_collection(name)
         with self.transaction():
-            self.db.table(_COLLECTIONS).update(name, {"description": description, "updated": time.time()})
+            self.db.table(_COLLECTIONS).update(
+                name, {"description": description, "updated": time.time()}
+            )
 
     def set_watched(self, name: str, watched: bool) -> None:
         """Whether the collection's folders are followed (changes indexed without asking)."""
         self.require_collection(name)
         with self.transaction():
-            self.db.table(_COLLECTIONS).update(name, {"watched": int(watched), "updated": time.time()})
+            self.db.table(_COLLECTIONS).update(
+                name, {"watched": int(watched), "updated": time.time()}
+            )
 
     def set_embedding(self, name: str, embedding_model: str, dimension: int) -> None:
         self.require_collection(name)
         with self.transaction():
             self.db.table(_COLLECTIONS).update(
-                name, {"embedding_model": embedding_model, "dimension": dimension, "updated": time.time()}
+                name,
+                {
+                    "embedding_model": embedding_model,
+                    "dimension": dimension,
+                    "updated": time.time(),
+                },
             )
 
     def reset_collection(self, name: str, embedding_model: str, dimension: int) -> None:
@@ -303,7 +339,9 @@ class Catalog:
 
     # -- documents --------------------------------------------------------------
 
-    def documents(self, collection: str, statuses: Iterable[DocumentStatus] | None = None) -> list[Document]:
+    def documents(
+        self, collection: str, statuses: Iterable[DocumentStatus] | None = None
+    ) -> list[Document]:
         sql = f"select * from {_DOCUMENTS} where collection = ?"
         params: list[Any] = [collection]
         if statuses is not None:
@@ -360,15 +398,21 @@ class Catalog:
             return
         now = time.time()
         with self.transaction():
-            self.db.table(_DOCUMENTS).upsert_all([_document_to_row(d, now) for d in documents], pk="doc_id")
+            self.db.table(_DOCUMENTS).upsert_all(
+                [_document_to_row(d, now) for d in documents], pk="doc_id"
+            )
 
-    def delete_documents(self, doc_ids: Sequence[str], *, roots: Sequence[tuple[str, str]] = ()) -> None:
+    def delete_documents(
+        self, doc_ids: Sequence[str], *, roots: Sequence[tuple[str, str]] = ()
+    ) -> None:
         """Delete these documents and these ``(collection, path)`` ingest roots, in one transaction."""
         with self.transaction():
             for doc_id in doc_ids:
                 self._conn.execute(f"delete from {_DOCUMENTS} where doc_id = ?", [doc_id])
             for collection, path in roots:
-                self._conn.execute(f"delete from {_ROOTS} where collection = ? and path = ?", [collection, path])
+                self._conn.execute(
+                    f"delete from {_ROOTS} where collection = ? and path = ?", [collection, path]
+                )
 
     # -- ingest roots (what a re-scan walks again) --------------------------------
 
@@ -376,14 +420,17 @@ class Catalog:
         now = time.time()
         with self.transaction():
             self.db.table(_ROOTS).upsert_all(
-                [{"collection": collection, "path": p, "added": now} for p in paths], pk=("collection", "path")
+                [{"collection": collection, "path": p, "added": now} for p in paths],
+                pk=("collection", "path"),
             )
 
     def roots(self, collection: str) -> list[str]:
         with self._lock:
             return [
                 row["path"]
-                for row in self.db.query(f"select path from {_ROOTS} where collection = ? order by path", [collection])
+                for row in self.db.query(
+                    f"select path from {_ROOTS} where collection = ? order by path", [collection]
+                )
             ]
 
     # -- ingest runs --------------------------------------------------------------
@@ -396,7 +443,9 @@ class Catalog:
 
     def finish_run(self, run_id: int, status: str, counts: IngestCounts) -> None:
         with self.transaction():
-            self.db.table(_RUNS).update(run_id, {"finished": time.time(), "status": status, **asdict(counts)})
+            self.db.table(_RUNS).update(
+                run_id, {"finished": time.time(), "status": status, **asdict(counts)}
+            )
 
     def interrupted_collections(self) -> set[str]:
         """Collections whose ingest was still 'running' (cut short by a crash or a kill);
@@ -404,7 +453,9 @@ class Catalog:
         with self._lock:
             names = {
                 row["collection"]
-                for row in self.db.query(f"select distinct collection from {_RUNS} where status = 'running'")
+                for row in self.db.query(
+                    f"select distinct collection from {_RUNS} where status = 'running'"
+                )
             }
         self.mark_interrupted_runs()
         return names

@@ -103,7 +103,9 @@ class CheckResult:
         }
 
 
-def check_library(catalog: Catalog, store: VectorStore, names: Sequence[str] | None = None) -> CheckResult:
+def check_library(
+    catalog: Catalog, store: VectorStore, names: Sequence[str] | None = None
+) -> CheckResult:
     """Compare catalog and store for the named collections (default: all)."""
     result = CheckResult()
     collections = [c for c in catalog.collections() if names is None or c.name in names]
@@ -116,11 +118,18 @@ def check_library(catalog: Catalog, store: VectorStore, names: Sequence[str] | N
         expected_total = sum(d.chunk_count for d in indexed)
         if collection.embedding_model and (
             not store.has_collection(collection.name)
-            or store.collection_model(collection.name) != (collection.embedding_model, collection.dimension)
+            or store.collection_model(collection.name)
+            != (collection.embedding_model, collection.dimension)
         ):
-            result.drift.append(Drift("missing_collection", collection.name, expected=expected_total))
+            result.drift.append(
+                Drift("missing_collection", collection.name, expected=expected_total)
+            )
             continue
-        present = store.chunk_ids_by_document(collection.name) if store.has_collection(collection.name) else {}
+        present = (
+            store.chunk_ids_by_document(collection.name)
+            if store.has_collection(collection.name)
+            else {}
+        )
         result.chunks += sum(len(ids) for ids in present.values())
         for doc in docs:
             have = present.pop(doc.doc_id, set())
@@ -150,12 +159,22 @@ def check_library(catalog: Catalog, store: VectorStore, names: Sequence[str] | N
                             chunk_ids=tuple(sorted(extra)),
                         )
                     )
-            elif doc.status in (DocumentStatus.PENDING, DocumentStatus.WRITING, DocumentStatus.REMOVING):
-                result.drift.append(Drift("unfinished", collection.name, doc.path, doc.doc_id, count=len(have)))
+            elif doc.status in (
+                DocumentStatus.PENDING,
+                DocumentStatus.WRITING,
+                DocumentStatus.REMOVING,
+            ):
+                result.drift.append(
+                    Drift("unfinished", collection.name, doc.path, doc.doc_id, count=len(have))
+                )
             elif have:  # failed or skipped documents have no chunks
-                result.drift.append(Drift("orphan_chunks", collection.name, doc.path, doc.doc_id, count=len(have)))
+                result.drift.append(
+                    Drift("orphan_chunks", collection.name, doc.path, doc.doc_id, count=len(have))
+                )
         for doc_id, ids in sorted(present.items()):
-            result.drift.append(Drift("orphan_chunks", collection.name, doc_id=doc_id, count=len(ids)))
+            result.drift.append(
+                Drift("orphan_chunks", collection.name, doc_id=doc_id, count=len(ids))
+            )
     if names is None:
         for name in store.list_collections():
             if name not in listed:

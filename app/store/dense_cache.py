@@ -75,11 +75,15 @@ class DenseCache:
             import faiss
 
         self.dimension = dimension
-        quantiser = faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+        quantiser = faiss.IndexScalarQuantizer(
+            dimension, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        )
         self._index = faiss.IndexIDMap2(quantiser)
         self.keywords: KeywordIndex | None = KeywordIndex() if keywords else None
         self._lock = threading.Lock()  # the faiss index and the id maps; writes take it first
-        self._keyword_lock = threading.Lock()  # the keyword index, so both sides can be searched at once
+        self._keyword_lock = (
+            threading.Lock()
+        )  # the keyword index, so both sides can be searched at once
         self._label_of: dict[str, int] = {}
         self._chunk_of: dict[int, str] = {}
         self._labels_of_doc: dict[str, set[int]] = {}
@@ -123,11 +127,20 @@ class DenseCache:
     # -- kept in step with the store's writes ------------------------------------------
 
     def upsert(
-        self, chunk_ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray, texts: Sequence[str]
+        self,
+        chunk_ids: Sequence[str],
+        doc_ids: Sequence[str],
+        vectors: np.ndarray,
+        texts: Sequence[str],
     ) -> None:
         """Set these chunks' vectors (unit vectors, one row each) and texts (as Milvus
         keeps them), replacing any they had."""
-        ids, docs, rows, words = list(chunk_ids), list(doc_ids), np.array(vectors, dtype=np.float32), list(texts)
+        ids, docs, rows, words = (
+            list(chunk_ids),
+            list(doc_ids),
+            np.array(vectors, dtype=np.float32),
+            list(texts),
+        )
         self._write(lambda: self._set(ids, docs, rows, words))
 
     def remove_document(self, doc_id: str) -> None:
@@ -145,7 +158,11 @@ class DenseCache:
                 write()
 
     def _set(
-        self, chunk_ids: Sequence[str], doc_ids: Sequence[str], vectors: np.ndarray, texts: Sequence[str] | None
+        self,
+        chunk_ids: Sequence[str],
+        doc_ids: Sequence[str],
+        vectors: np.ndarray,
+        texts: Sequence[str] | None,
     ) -> None:
         if not len(chunk_ids):
             return
@@ -200,7 +217,13 @@ class DenseCache:
             scores, labels = self._index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
             found = []
             for row, near in zip(labels.tolist(), scores.tolist(), strict=True):
-                found.append([(self._chunk_of[at], score) for at, score in zip(row, near, strict=True) if at >= 0])
+                found.append(
+                    [
+                        (self._chunk_of[at], score)
+                        for at, score in zip(row, near, strict=True)
+                        if at >= 0
+                    ]
+                )
             return found
 
     def search_keywords(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
@@ -211,7 +234,10 @@ class DenseCache:
         with self._keyword_lock:
             found = self.keywords.search(queries, k)
         with self._lock:  # a row removed meanwhile is left out (a rewritten chunk gets a new row)
-            return [[(self._chunk_of[row], score) for row, score in rows if row in self._chunk_of] for rows in found]
+            return [
+                [(self._chunk_of[row], score) for row, score in rows if row in self._chunk_of]
+                for rows in found
+            ]
 
 
 _COPIES: SharedByPlace[DenseCache] = SharedByPlace()
@@ -236,7 +262,12 @@ def drop(caches: dict[str, DenseCache], mname: str) -> None:
 
 
 def start_filling(
-    caches: dict[str, DenseCache], mname: str, dimension: int, read: Callable[[], Any], *, keywords: bool = False
+    caches: dict[str, DenseCache],
+    mname: str,
+    dimension: int,
+    read: Callable[[], Any],
+    *,
+    keywords: bool = False,
 ) -> bool:
     """Begin a copy of collection ``mname`` unless there is one: ``read()`` yields the
     rows' pages (:meth:`DenseCache.fill`; with their texts when ``keywords``); filled on
@@ -252,7 +283,9 @@ def start_filling(
         except Exception:  # a copy is only a speed-up: Milvus keeps answering
             if cache.cancelled.is_set():  # the store closed under it
                 return
-            log.exception("the in-memory copy of %s's vectors could not be filled; Milvus searches it", mname)
+            log.exception(
+                "the in-memory copy of %s's vectors could not be filled; Milvus searches it", mname
+            )
             with _COPIES.lock:
                 if caches.get(mname) is cache:
                     del caches[mname]

@@ -41,7 +41,17 @@ log = logging.getLogger(__name__)
 
 MOVING_SUFFIX = ".moving.db"  # in place of ".db": Milvus Lite opens only paths ending in .db
 BACKUP_SUFFIX = ".lite3-backup"
-ROW_FIELDS = ("chunk_id", "doc_id", "collection", "path", "title", "headings", "page", "chunk_no", "text")
+ROW_FIELDS = (
+    "chunk_id",
+    "doc_id",
+    "collection",
+    "path",
+    "title",
+    "headings",
+    "page",
+    "chunk_no",
+    "text",
+)
 BATCH_ROWS = 2048
 
 
@@ -120,7 +130,10 @@ def lite3_collections(folder: str) -> list[Lite3Collection]:
             continue
         found.append(
             Lite3Collection(
-                schema_file.parent, props[PROP_NAME], props.get(PROP_MODEL, ""), int(props.get(PROP_DIM, "0") or 0)
+                schema_file.parent,
+                props[PROP_NAME],
+                props.get(PROP_MODEL, ""),
+                int(props.get(PROP_DIM, "0") or 0),
             )
         )
     return found
@@ -133,25 +146,35 @@ def live_rows(collection: Lite3Collection) -> Iterator[tuple[list[Chunk], list[l
     newest: dict[str, int] = {}
     for path in collection.data_files():
         table = pq.read_table(path, columns=["chunk_id", "_seq"])
-        for chunk_id, seq in zip(table.column("chunk_id").to_pylist(), table.column("_seq").to_pylist(), strict=True):
+        for chunk_id, seq in zip(
+            table.column("chunk_id").to_pylist(), table.column("_seq").to_pylist(), strict=True
+        ):
             if seq > newest.get(chunk_id, -1):
                 newest[chunk_id] = seq
     deleted: dict[str, int] = {}
     for path in collection.delta_files():
         table = pq.read_table(path, columns=["chunk_id", "_seq"])
-        for chunk_id, seq in zip(table.column("chunk_id").to_pylist(), table.column("_seq").to_pylist(), strict=True):
+        for chunk_id, seq in zip(
+            table.column("chunk_id").to_pylist(), table.column("_seq").to_pylist(), strict=True
+        ):
             deleted[chunk_id] = max(seq, deleted.get(chunk_id, -1))
     for path in collection.data_files():
         parquet = pq.ParquetFile(path)
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["_seq", *ROW_FIELDS, "dense"]):
+        for batch in parquet.iter_batches(
+            batch_size=BATCH_ROWS, columns=["_seq", *ROW_FIELDS, "dense"]
+        ):
             rows = batch.to_pylist()
             keep = [
                 row
                 for row in rows
-                if row["_seq"] == newest[row["chunk_id"]] and row["_seq"] > deleted.get(row["chunk_id"], -1)
+                if row["_seq"] == newest[row["chunk_id"]]
+                and row["_seq"] > deleted.get(row["chunk_id"], -1)
             ]
             if keep:
-                yield [row_to_chunk(_entity(row)) for row in keep], [list(row["dense"]) for row in keep]
+                yield (
+                    [row_to_chunk(_entity(row)) for row in keep],
+                    [list(row["dense"]) for row in keep],
+                )
 
 
 def _entity(row: dict[str, Any]) -> dict[str, Any]:
@@ -171,7 +194,11 @@ def start_move(path: str) -> tuple[str, list[Lite3Collection]]:
     if os.path.exists(moving):
         os.remove(moving)  # a move cut short before its end: start again
     collections = lite3_collections(path)
-    log.info("moving the search index %s to the native Milvus Lite (%d collections)", path, len(collections))
+    log.info(
+        "moving the search index %s to the native Milvus Lite (%d collections)",
+        path,
+        len(collections),
+    )
     return moving, collections
 
 

@@ -41,7 +41,9 @@ class _Run:
 
     def postings(self, word_id: int) -> tuple[np.ndarray, np.ndarray]:
         # bounds of this dtype: a Python tuple would make numpy cast the whole run to int64 first
-        lo, hi = np.searchsorted(self.word_ids, np.array((word_id, word_id + 1), dtype=self.word_ids.dtype))
+        lo, hi = np.searchsorted(
+            self.word_ids, np.array((word_id, word_id + 1), dtype=self.word_ids.dtype)
+        )
         return self.rows[lo:hi], self.tf[lo:hi]
 
 
@@ -51,7 +53,9 @@ class KeywordIndex:
     def __init__(self) -> None:
         self._word_id: dict[str, int] = {}
         self._runs: list[_Run] = []
-        self._length = np.zeros(1024, dtype=np.float32)  # words per row; 0 for a row not (or no longer) here
+        self._length = np.zeros(
+            1024, dtype=np.float32
+        )  # words per row; 0 for a row not (or no longer) here
         self._alive = np.zeros(1024, dtype=bool)
         self._rows = 0  # rows alive
         self._words = 0.0  # words in the rows alive
@@ -84,7 +88,11 @@ class KeywordIndex:
             self._rows += 1
             self._words += length
         self._pending.append(
-            (np.array(word_ids, dtype=np.int32), np.array(row_of, dtype=np.int32), np.array(tfs, dtype=np.float32))
+            (
+                np.array(word_ids, dtype=np.int32),
+                np.array(row_of, dtype=np.int32),
+                np.array(tfs, dtype=np.float32),
+            )
         )
 
     def remove(self, rows: Sequence[int]) -> None:
@@ -100,13 +108,19 @@ class KeywordIndex:
         if size <= len(self._alive):
             return
         capacity = max(size, 2 * len(self._alive))
-        self._alive = np.concatenate([self._alive, np.zeros(capacity - len(self._alive), dtype=bool)])
-        self._length = np.concatenate([self._length, np.zeros(capacity - len(self._length), dtype=np.float32)])
+        self._alive = np.concatenate(
+            [self._alive, np.zeros(capacity - len(self._alive), dtype=bool)]
+        )
+        self._length = np.concatenate(
+            [self._length, np.zeros(capacity - len(self._length), dtype=np.float32)]
+        )
 
     def _settle(self) -> None:
         """Sort pending postings into runs; merge runs past :data:`MAX_RUNS` (dropping removed rows)."""
         if self._pending:
-            word_ids, rows, tf = (np.concatenate(parts) for parts in zip(*self._pending, strict=True))
+            word_ids, rows, tf = (
+                np.concatenate(parts) for parts in zip(*self._pending, strict=True)
+            )
             self._pending = []
             self._runs.append(_Run(word_ids, rows, tf))
         if len(self._runs) > MAX_RUNS:
@@ -139,7 +153,11 @@ class KeywordIndex:
                     continue
                 df = len(rows)
                 idf = math.log((self._rows - df + 0.5) / (df + 0.5) + 1.0)
-                norm = tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * self._length[rows] / average))
+                norm = (
+                    tf
+                    * (BM25_K1 + 1)
+                    / (tf + BM25_K1 * (1 - BM25_B + BM25_B * self._length[rows] / average))
+                )
                 scores[rows] += np.float32(times * idf) * norm  # a row is in one run once per word
             hit = np.flatnonzero(scores > 0)
             if len(hit) > k:

@@ -113,7 +113,9 @@ class DocumentWrite:
 class Recovery:
     """What :meth:`Ledger.recover` finished (paths of documents, names of collections)."""
 
-    rolled_forward: list[str] = field(default_factory=list)  # WRITING documents whose chunks were all there
+    rolled_forward: list[str] = field(
+        default_factory=list
+    )  # WRITING documents whose chunks were all there
     rolled_back: list[str] = field(default_factory=list)  # documents left pending, to be redone
     removals_finished: list[str] = field(default_factory=list)
     collections_removed: list[str] = field(default_factory=list)
@@ -132,16 +134,22 @@ class Recovery:
                 f"{'was' if len(self.rolled_forward) == 1 else 'were'} completed"
             )
         if self.rolled_back:
-            parts.append(f"{plural(len(self.rolled_back), 'half-indexed document')} will be indexed again")
+            parts.append(
+                f"{plural(len(self.rolled_back), 'half-indexed document')} will be indexed again"
+            )
         if self.removals_finished:
             parts.append(
                 f"{plural(len(self.removals_finished), 'document removal')} "
                 f"{'was' if len(self.removals_finished) == 1 else 'were'} finished"
             )
         if self.collections_removed:
-            parts.append(f"the removal of {', '.join(repr(n) for n in self.collections_removed)} was finished")
+            parts.append(
+                f"the removal of {', '.join(repr(n) for n in self.collections_removed)} was finished"
+            )
         if self.collections_recreated:
-            parts.append(f"the search index of {', '.join(repr(n) for n in self.collections_recreated)} was rebuilt")
+            parts.append(
+                f"the search index of {', '.join(repr(n) for n in self.collections_recreated)} was rebuilt"
+            )
         if self.research_runs_interrupted:
             parts.append(
                 f"{plural(self.research_runs_interrupted, 'research run')} that "
@@ -193,7 +201,9 @@ class Ledger:
 
     # -- collections --------------------------------------------------------------
 
-    def create_collection(self, name: str, description: str, model: str, dimension: int) -> Collection:
+    def create_collection(
+        self, name: str, description: str, model: str, dimension: int
+    ) -> Collection:
         """The catalog row first, then the Milvus collection (recover() creates a missing one)."""
         existing = self.catalog.collection(name)
         if existing is None:
@@ -250,16 +260,23 @@ class Ledger:
         return [self.catalog.path.parent, *([lite] if lite is not None else [])]
 
     def _index(self, collection: str, writes: Sequence[DocumentWrite]) -> None:
-        stale = [w.previous for w in writes if w.previous is not None and may_have_chunks(w.previous)]
+        stale = [
+            w.previous for w in writes if w.previous is not None and may_have_chunks(w.previous)
+        ]
         if stale:
-            self.catalog.save_documents([replace(d, status=DocumentStatus.PENDING, chunk_count=0) for d in stale])
+            self.catalog.save_documents(
+                [replace(d, status=DocumentStatus.PENDING, chunk_count=0) for d in stale]
+            )
             self._step("document.pending")
             for doc in stale:
                 self.store.delete_document(collection, doc.doc_id)
             self.store.flush(collection)
             self._step("document.cleared")
         self.catalog.save_documents(
-            [replace(w.document, status=DocumentStatus.WRITING, chunk_count=len(w.chunks)) for w in writes]
+            [
+                replace(w.document, status=DocumentStatus.WRITING, chunk_count=len(w.chunks))
+                for w in writes
+            ]
         )
         self._step("document.writing")
         chunks = [c for w in writes for c in w.chunks]
@@ -269,7 +286,10 @@ class Ledger:
         self.store.flush(collection)
         self._step("document.durable")
         self.catalog.save_documents(
-            [replace(w.document, status=DocumentStatus.INDEXED, chunk_count=len(w.chunks)) for w in writes]
+            [
+                replace(w.document, status=DocumentStatus.INDEXED, chunk_count=len(w.chunks))
+                for w in writes
+            ]
         )
         self._step("document.indexed")
 
@@ -277,7 +297,9 @@ class Ledger:
         """Record a document that ends with no chunks (failed, skipped), deleting any it had."""
         if may_have_chunks(previous):
             assert previous is not None
-            self.catalog.save_documents([replace(previous, status=DocumentStatus.PENDING, chunk_count=0)])
+            self.catalog.save_documents(
+                [replace(previous, status=DocumentStatus.PENDING, chunk_count=0)]
+            )
             self._step("document.pending")
             self.store.delete_document(collection, previous.doc_id)
             self.store.flush(collection)
@@ -316,19 +338,25 @@ class Ledger:
             done.collections_removed.append(name)
         for collection in self.catalog.collections():
             if self._store_collection_is_wrong(collection):
-                self.reset_collection(collection.name, collection.embedding_model, collection.dimension)
+                self.reset_collection(
+                    collection.name, collection.embedding_model, collection.dimension
+                )
                 done.collections_recreated.append(collection.name)
         interrupted = self.catalog.interrupted_collections()
         unfinished = self.catalog.documents_with_status(
             DocumentStatus.REMOVING, DocumentStatus.WRITING, DocumentStatus.PENDING
         )
         for name in sorted({d.collection for d in unfinished} | interrupted):
-            self._recover_collection(name, [d for d in unfinished if d.collection == name], name in interrupted, done)
+            self._recover_collection(
+                name, [d for d in unfinished if d.collection == name], name in interrupted, done
+            )
         if done:
             _log.info("recovered after an interruption: %s", done.summary())
         return done
 
-    def _recover_collection(self, name: str, unfinished: list[Document], check_all: bool, done: Recovery) -> None:
+    def _recover_collection(
+        self, name: str, unfinished: list[Document], check_all: bool, done: Recovery
+    ) -> None:
         present = self.store.chunk_ids_by_document(name) if self.store.has_collection(name) else {}
         changed = False
         for doc in unfinished:
@@ -338,7 +366,9 @@ class Ledger:
                 # its ingest root goes too when it is this very file
                 self._finish_document_removal(doc, forget_root=True)
                 done.removals_finished.append(doc.path)
-            elif doc.status is DocumentStatus.WRITING and have == chunk_ids_of(doc.doc_id, doc.chunk_count):
+            elif doc.status is DocumentStatus.WRITING and have == chunk_ids_of(
+                doc.doc_id, doc.chunk_count
+            ):
                 self.store.flush(name)
                 self.catalog.save_documents([replace(doc, status=DocumentStatus.INDEXED)])
                 done.rolled_forward.append(doc.path)
@@ -372,7 +402,10 @@ class Ledger:
             return False  # never embedded into: created on first ingest
         if not self.store.has_collection(collection.name):
             return True
-        return self.store.collection_model(collection.name) != (collection.embedding_model, collection.dimension)
+        return self.store.collection_model(collection.name) != (
+            collection.embedding_model,
+            collection.dimension,
+        )
 
     def _roll_back(self, doc: Document) -> None:
         if self.store.has_collection(doc.collection):
@@ -391,8 +424,13 @@ class Ledger:
         for item in drift:
             if item.kind == "missing_collection":
                 collection = self.catalog.require_collection(item.collection)
-                self.reset_collection(collection.name, collection.embedding_model, collection.dimension)
-                redo.update((d.doc_id, d) for d in self.catalog.documents(collection.name, [DocumentStatus.PENDING]))
+                self.reset_collection(
+                    collection.name, collection.embedding_model, collection.dimension
+                )
+                redo.update(
+                    (d.doc_id, d)
+                    for d in self.catalog.documents(collection.name, [DocumentStatus.PENDING])
+                )
             elif item.kind in ("missing_chunks", "unfinished"):
                 doc = self.catalog.document(item.doc_id)
                 if doc is None:

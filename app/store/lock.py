@@ -20,7 +20,9 @@ from app.core.errors import StoreLocked
 from app.core.paths import AppPaths
 
 LOCKED_MESSAGE = "This library is already open by another Fathom window."
-_holder_name: list[str] = []  # what this process calls itself in its lock file ("'fathom ingest' in a terminal")
+_holder_name: list[
+    str
+] = []  # what this process calls itself in its lock file ("'fathom ingest' in a terminal")
 
 
 @contextlib.contextmanager

@@ -88,7 +88,9 @@ def connect(uri: str, token: str, *, served_lite: bool = False) -> MilvusConnect
         raise StoreLocked(LOCKED_MESSAGE, LOCKED_HINT)
     try:
         with warnings.catch_warnings():  # the native Milvus Lite imports pkg_resources, which warns
-            warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message="pkg_resources is deprecated", category=UserWarning
+            )
             client = MilvusClient(uri=connect_uri, token=token, **options)
     except MilvusException as exc:
         if lite_path is not None and _lite_locked_elsewhere(lite_path):
@@ -101,7 +103,9 @@ def connect(uri: str, token: str, *, served_lite: bool = False) -> MilvusConnect
     if lite_path is not None:
         _LITE.acquire(lite_path)
         return MilvusConnection(client, connect_uri, lite_path)
-    return MilvusConnection(client, connect_uri, None, "" if served_lite else _server_version(client))
+    return MilvusConnection(
+        client, connect_uri, None, "" if served_lite else _server_version(client)
+    )
 
 
 # -- a server's version -------------------------------------------------------------
@@ -145,7 +149,9 @@ def keyword_search_note(version: str) -> str:
     )
 
 
-ORPHAN_SERVER_WAIT_S = 10.0  # how long a native server left by a killed Fathom takes, at most, to stop
+ORPHAN_SERVER_WAIT_S = (
+    10.0  # how long a native server left by a killed Fathom takes, at most, to stop
+)
 
 
 def _held_by_another_server(path: str) -> bool:

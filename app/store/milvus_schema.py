@@ -38,7 +38,17 @@ NO_PAGE = -1
 MAX_VARCHAR = 65_535  # bytes, Milvus' varchar ceiling
 ID_MAX = 512
 KEYWORD_FIELD = "sparse"  # BM25's sparse vectors, which Milvus computes from ``text``
-OUTPUT_FIELDS = ["chunk_id", "doc_id", "collection", "path", "title", "headings", "page", "chunk_no", "text"]
+OUTPUT_FIELDS = [
+    "chunk_id",
+    "doc_id",
+    "collection",
+    "path",
+    "title",
+    "headings",
+    "page",
+    "chunk_no",
+    "text",
+]
 
 
 # -- names --------------------------------------------------------------------
@@ -53,14 +63,18 @@ def milvus_name(name: str) -> str:
     on every run, so no separate mapping has to be kept.
     """
     if not name.strip():
-        raise StoreError("A collection needs a name.", "Give it a name of at least one visible character.")
+        raise StoreError(
+            "A collection needs a name.", "Give it a name of at least one visible character."
+        )
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^A-Za-z0-9]+", "_", folded).strip("_").lower()[:48]
     digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
     return f"fathom_{slug}_{digest}" if slug else f"fathom_{digest}"
 
 
-def mismatch_message(name: str, built_model: str, built_dim: int, model: str, dim: int | None) -> EmbeddingMismatch:
+def mismatch_message(
+    name: str, built_model: str, built_dim: int, model: str, dim: int | None
+) -> EmbeddingMismatch:
     """The refusal, with the way out. ``dim`` None: the current model's dimension is not known."""
     current = model if dim is None or built_dim == dim else f"{model} ({dim} dims)"
     shown = shlex.quote(name)
@@ -91,11 +105,18 @@ def create_milvus_collection(
 
     if dimension <= 0:
         raise StoreError(f"An embedding dimension must be positive, not {dimension}.")
-    metadata = {PROP_NAME: name, PROP_MODEL: embedding_model, PROP_DIM: str(dimension), PROP_SCHEMA: SCHEMA_VERSION}
+    metadata = {
+        PROP_NAME: name,
+        PROP_MODEL: embedding_model,
+        PROP_DIM: str(dimension),
+        PROP_SCHEMA: SCHEMA_VERSION,
+    }
     # Milvus Lite 3.x keeps collection properties; the native 2.5.x keeps the schema's
     # description instead (its properties come back empty): the metadata goes in both.
     schema = MilvusClient.create_schema(
-        auto_id=False, enable_dynamic_field=False, description=json.dumps(metadata, ensure_ascii=False)
+        auto_id=False,
+        enable_dynamic_field=False,
+        description=json.dumps(metadata, ensure_ascii=False),
     )
     schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX)
     schema.add_field("doc_id", DataType.VARCHAR, max_length=ID_MAX)
@@ -105,7 +126,9 @@ def create_milvus_collection(
     schema.add_field("headings", DataType.VARCHAR, max_length=MAX_VARCHAR)
     schema.add_field("page", DataType.INT64)
     schema.add_field("chunk_no", DataType.INT64)
-    analyzer: dict[str, Any] = {"enable_analyzer": True, "analyzer_params": ANALYZER} if keyword_search else {}
+    analyzer: dict[str, Any] = (
+        {"enable_analyzer": True, "analyzer_params": ANALYZER} if keyword_search else {}
+    )
     schema.add_field("text", DataType.VARCHAR, max_length=MAX_VARCHAR, **analyzer)
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
     if keyword_search:
@@ -186,7 +209,12 @@ def create_indexes(
     if "dense" in fields:
         index.add_index("dense", metric_type="IP", **dense_index)
     if KEYWORD_FIELD in fields:
-        index.add_index(KEYWORD_FIELD, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS)
+        index.add_index(
+            KEYWORD_FIELD,
+            index_type="SPARSE_INVERTED_INDEX",
+            metric_type="BM25",
+            params=BM25_PARAMS,
+        )
     # sync=False: pymilvus would otherwise poll AllocTimestamp, which Milvus Lite lacks.
     client.create_index(mname, index, timeout=timeout, sync=False)
 
@@ -216,7 +244,9 @@ def unit_vectors(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int) -> n
     """``vectors`` as float32 rows of length one (inner product is then cosine similarity)."""
     array = np.asarray(vectors, dtype=np.float32)
     if array.ndim != 2 or array.shape[1] != dim:
-        raise StoreError(f"Expected vectors of {dim} dimensions, got an array of shape {array.shape}.")
+        raise StoreError(
+            f"Expected vectors of {dim} dimensions, got an array of shape {array.shape}."
+        )
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     return array / np.where(norms == 0, 1.0, norms)
 

@@ -114,19 +114,38 @@ def search_collection(
             )
             for single in ("dense", "bm25")
         ]
-        return [rrf_fuse([by_dense, by_bm25], top_k) for by_dense, by_bm25 in zip(*both, strict=True)]
+        return [
+            rrf_fuse([by_dense, by_bm25], top_k) for by_dense, by_bm25 in zip(*both, strict=True)
+        ]
     if mode == "hybrid":
         from pymilvus import AnnSearchRequest, RRFRanker
 
         requests = [
-            AnnSearchRequest(data=dense, anns_field="dense", param=dense_search, limit=pool, expr=expr or None),
-            AnnSearchRequest(data=texts, anns_field=KEYWORD_FIELD, param=BM25_SEARCH, limit=pool, expr=expr or None),
+            AnnSearchRequest(
+                data=dense, anns_field="dense", param=dense_search, limit=pool, expr=expr or None
+            ),
+            AnnSearchRequest(
+                data=texts,
+                anns_field=KEYWORD_FIELD,
+                param=BM25_SEARCH,
+                limit=pool,
+                expr=expr or None,
+            ),
         ]
         raw = client.hybrid_search(
-            mname, requests, ranker=RRFRanker(RRF_K), limit=top_k, output_fields=OUTPUT_FIELDS, timeout=timeout
+            mname,
+            requests,
+            ranker=RRFRanker(RRF_K),
+            limit=top_k,
+            output_fields=OUTPUT_FIELDS,
+            timeout=timeout,
         )
     else:
-        data, field, params = (dense, "dense", dense_search) if mode == "dense" else (texts, KEYWORD_FIELD, BM25_SEARCH)
+        data, field, params = (
+            (dense, "dense", dense_search)
+            if mode == "dense"
+            else (texts, KEYWORD_FIELD, BM25_SEARCH)
+        )
         raw = client.search(
             mname,
             data=data,
@@ -194,16 +213,24 @@ def search_with_copy(
         by_dense = copy.search(vectors, pool)
         by_keyword = keyword.result()
         ranked = [
-            rrf_rank([[chunk_id for chunk_id, _ in near], [chunk_id for chunk_id, _ in words]], top_k)
+            rrf_rank(
+                [[chunk_id for chunk_id, _ in near], [chunk_id for chunk_id, _ in words]], top_k
+            )
             for near, words in zip(by_dense, by_keyword, strict=True)
         ]
-    missing = list(dict.fromkeys(chunk_id for row in ranked for chunk_id, _ in row if chunk_id not in known))
+    missing = list(
+        dict.fromkeys(chunk_id for row in ranked for chunk_id, _ in row if chunk_id not in known)
+    )
     if missing:
         rows = client.get(mname, ids=missing, output_fields=OUTPUT_FIELDS, timeout=timeout)
         known.update((chunk.chunk_id, chunk) for chunk in (row_to_chunk(dict(row)) for row in rows))
     # a chunk deleted since the copy was searched is left out
     return [
-        [Hit(chunk=known[chunk_id], score=score, query=query) for chunk_id, score in row if chunk_id in known]
+        [
+            Hit(chunk=known[chunk_id], score=score, query=query)
+            for chunk_id, score in row
+            if chunk_id in known
+        ]
         for query, row in zip(queries, ranked, strict=True)
     ]
 
@@ -227,7 +254,9 @@ def rrf_fuse(lists: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
         for hit in hits:
             first.setdefault(hit.chunk.chunk_id, hit)
     ranked = rrf_rank([[hit.chunk.chunk_id for hit in hits] for hits in lists], top_k)
-    return [Hit(chunk=first[key].chunk, score=score, query=first[key].query) for key, score in ranked]
+    return [
+        Hit(chunk=first[key].chunk, score=score, query=first[key].query) for key, score in ranked
+    ]
 
 
 def _hits(query: str, raw: Any, mode: SearchMode, path_prefix: str | None) -> list[Hit]:
@@ -237,7 +266,13 @@ def _hits(query: str, raw: Any, mode: SearchMode, path_prefix: str | None) -> li
         entity.setdefault("chunk_id", hit.get("id", hit.get("chunk_id")))
         score = float(hit.get("distance", 0.0))
         # Milvus Lite reports BM25 as a negated distance, a server as a score.
-        found.append(Hit(chunk=row_to_chunk(entity), score=abs(score) if mode == "bm25" else score, query=query))
+        found.append(
+            Hit(
+                chunk=row_to_chunk(entity),
+                score=abs(score) if mode == "bm25" else score,
+                query=query,
+            )
+        )
     if path_prefix:  # ``like`` is exact on servers; keep the guarantee everywhere
         prefix = safe_text(path_prefix)
         found = [h for h in found if h.chunk.path.startswith(prefix)]

@@ -78,6 +78,8 @@ def find(paths: AppPaths, lite_path: str) -> str | None:
     uri = record.get("uri") if isinstance(record, dict) else None
     if not isinstance(uri, str) or not uri.startswith("unix:"):
         return None
-    if record.get("database") != os.path.abspath(lite_path) or record.get("pid") != holder_pid(paths):
+    if record.get("database") != os.path.abspath(lite_path) or record.get("pid") != holder_pid(
+        paths
+    ):
         return None  # another database's, or left by a Fathom that was killed
     return uri if os.path.exists(uri.removeprefix("unix:")) else None

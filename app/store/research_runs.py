@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 RUNS = "research_runs"
 HISTORY_DAMAGED_HINT = (
-    "Move it away to start an empty library; the documents will need to be added again and past runs are lost."
+    "Move it away to start an empty library; the documents will need to be added again "
+    "and past runs are lost."
 )
 EVENTS = "research_events"
 EVIDENCE = "research_evidence"
@@ -85,7 +86,9 @@ class RunStore:
         self.path = path
         try:
             if read_only:  # no lock, no writes: works while a window holds the data dir
-                conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+                conn = sqlite3.connect(
+                    path.absolute().as_uri() + "?mode=ro", uri=True, timeout=30.0
+                )
                 self.db = sqlite_utils.Database(conn)
                 self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # a damaged file says so now
                 # a history written before follow-ups has no thread_id (read as one run per thread)
@@ -122,7 +125,9 @@ class RunStore:
         """Runs still 'running' when this process took the data dir were cut short (a crash,
         a kill): they are marked 'interrupted', so History does not show them as running."""
         with self.db.conn:
-            cursor = self.db.conn.execute(f"update {RUNS} set status = 'interrupted' where status = 'running'")
+            cursor = self.db.conn.execute(
+                f"update {RUNS} set status = 'interrupted' where status = 'running'"
+            )
         return int(cursor.rowcount)
 
     def _ensure_tables(self) -> None:
@@ -188,7 +193,9 @@ class RunStore:
             # another connection may have added it meanwhile ("duplicate column name")
             self.threads = "thread_id" in self.db.table(RUNS).columns_dict
             if not self.threads:
-                log.info("history %s: no thread column (%s); follow-ups are not grouped", self.path, exc)
+                log.info(
+                    "history %s: no thread column (%s); follow-ups are not grouped", self.path, exc
+                )
 
     # -- writing ------------------------------------------------------------
 
@@ -227,7 +234,9 @@ class RunStore:
     def append_events(self, run_id: str, events: Sequence[Event]) -> None:
         if not events:
             return
-        row = self.db.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS} WHERE run_id = ?", [run_id]).fetchone()
+        row = self.db.execute(
+            f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS} WHERE run_id = ?", [run_id]
+        ).fetchone()
         seq = int(row[0]) if row else 0
         rows = []
         for event in events:
@@ -289,7 +298,10 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> bool:
         with self.db.conn:
-            found = self.db.execute(f"SELECT 1 FROM {RUNS} WHERE run_id = ?", [run_id]).fetchone() is not None
+            found = (
+                self.db.execute(f"SELECT 1 FROM {RUNS} WHERE run_id = ?", [run_id]).fetchone()
+                is not None
+            )
             for table in (EVENTS, EVIDENCE, RUNS):
                 self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         return found
@@ -339,7 +351,9 @@ class RunStore:
         """A run by id, or by a unique prefix of its id."""
         rows = list(self.db.query(f"SELECT * FROM {RUNS} WHERE run_id = ?", [run_id]))
         if not rows:
-            rows = list(self.db.query(f"SELECT * FROM {RUNS} WHERE run_id LIKE ? LIMIT 2", [run_id + "%"]))
+            rows = list(
+                self.db.query(f"SELECT * FROM {RUNS} WHERE run_id LIKE ? LIMIT 2", [run_id + "%"])
+            )
             if len(rows) != 1:
                 return None
         return _summary(rows[0])
@@ -355,7 +369,9 @@ class RunStore:
         says it started (or ended), a stand-in is rebuilt from that row, so a
         reopened run still shows its question and its report.
         """
-        rows = self.db.execute(f"SELECT seq, type, data FROM {EVENTS} WHERE run_id = ? ORDER BY seq", [run_id])
+        rows = self.db.execute(
+            f"SELECT seq, type, data FROM {EVENTS} WHERE run_id = ? ORDER BY seq", [run_id]
+        )
         decoded = decode_rows(run_id, rows.fetchall())
         if not decoded.skipped:
             return decoded
@@ -367,7 +383,10 @@ class RunStore:
         if not any(isinstance(e, RunStarted) for e in events):
             events.insert(0, _started_from(summary))
             rebuilt.append("its start")
-        if not any(isinstance(e, (Finished, Failed)) for e in events) and summary.status != "running":
+        if (
+            not any(isinstance(e, (Finished, Failed)) for e in events)
+            and summary.status != "running"
+        ):
             end = self._end_from(summary)
             if end is not None:
                 events.append(end)
@@ -375,15 +394,27 @@ class RunStore:
         return EventLog(run_id, tuple(events), decoded.skipped, tuple(rebuilt))
 
     def _end_from(self, summary: RunSummary) -> Event | None:
-        usage = Usage(summary.prompt_tokens, summary.completion_tokens, model=summary.model, calls=summary.calls)
+        usage = Usage(
+            summary.prompt_tokens,
+            summary.completion_tokens,
+            model=summary.model,
+            calls=summary.calls,
+        )
         if summary.status == "failed":
-            return Failed(run_id=summary.run_id, message=summary.message, usage=usage, elapsed_s=summary.elapsed_s)
+            return Failed(
+                run_id=summary.run_id,
+                message=summary.message,
+                usage=usage,
+                elapsed_s=summary.elapsed_s,
+            )
         if summary.status not in ("finished", "cancelled"):
             return None
         report = self.load_report(summary.run_id) or Report(
             markdown=summary.report_markdown, evidence=tuple(self.load_evidence(summary.run_id))
         )
-        stop_reason = summary.stop_reason or ("cancelled" if summary.status == "cancelled" else "completed")
+        stop_reason = summary.stop_reason or (
+            "cancelled" if summary.status == "cancelled" else "completed"
+        )
         return Finished(
             run_id=summary.run_id,
             report=report,

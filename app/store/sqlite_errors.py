@@ -35,7 +35,9 @@ def open_error(what: str, path: Path, exc: sqlite3.Error, damaged_hint: str) -> 
             f"{what} {path} cannot be opened for writing ({exc}).",
             f"Check that you may write to {folder} and that no other program holds the file. Nothing is lost.",
         )
-    return StoreError(f"{what} {path} could not be opened ({exc}).", "Nothing was changed; try again.")
+    return StoreError(
+        f"{what} {path} could not be opened ({exc}).", "Nothing was changed; try again."
+    )
 
 
 def _free(folder: Path) -> int:

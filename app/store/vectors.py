@@ -48,7 +48,13 @@ from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.store import dense_cache, word_stats
 from app.store.bm25_analyzer import ANALYZER, STOP_WORDS
-from app.store.engine_move import MoveReport, finish_move, lite3_database_to_move, live_rows, start_move
+from app.store.engine_move import (
+    MoveReport,
+    finish_move,
+    lite3_database_to_move,
+    live_rows,
+    start_move,
+)
 from app.store.library_ranking import one_ranking
 from app.store.milvus_connection import (
     connect,
@@ -74,7 +80,13 @@ from app.store.milvus_schema import (
     row_to_chunk,
     unit_vectors,
 )
-from app.store.milvus_search import SEARCH_MODES, SearchMode, literal, search_collection, search_with_copy
+from app.store.milvus_search import (
+    SEARCH_MODES,
+    SearchMode,
+    literal,
+    search_collection,
+    search_with_copy,
+)
 from app.store.word_stats import LibraryWords
 
 log = logging.getLogger(__name__)
@@ -124,7 +136,9 @@ def _collection_threads() -> ThreadPoolExecutor:
     global _collection_pool
     with _collection_pool_lock:
         if _collection_pool is None:
-            _collection_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fathom-collections")
+            _collection_pool = ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="fathom-collections"
+            )
         return _collection_pool
 
 
@@ -133,14 +147,18 @@ class VectorStore:
     chunk metadata). ``uri``: a local path means Milvus Lite, ``http(s)://`` a server.
     All methods are blocking; async callers run them in an executor."""
 
-    def __init__(self, uri: str, *, token: str = "", timeout: float | None = None, served_lite: bool = False) -> None:
+    def __init__(
+        self, uri: str, *, token: str = "", timeout: float | None = None, served_lite: bool = False
+    ) -> None:
         """``served_lite``: ``uri`` is the socket of a native Milvus Lite server another
         process runs (see :mod:`app.store.reader_address`): searched as a server, with
         Milvus Lite's quirks."""
         # a library whose index Milvus Lite 3.x wrote, opened with the native engine
         lite3 = lite3_database_to_move(uri)
         self.moved: MoveReport | None = _move_from_lite3(lite3) if lite3 else None
-        self._client, self.uri, self._lite_path, self.server_version = connect(uri, token, served_lite=served_lite)
+        self._client, self.uri, self._lite_path, self.server_version = connect(
+            uri, token, served_lite=served_lite
+        )
         # a server older than 2.5 has no BM25: its searches go by meaning only, and say so
         self.keyword_search_available = self.is_lite or has_bm25(self.server_version)
         self.search_note = "" if self.is_lite else keyword_search_note(self.server_version)
@@ -154,7 +172,9 @@ class VectorStore:
         self._keyword: dict[str, bool] = {}  # Milvus collection → has the BM25 field (servers)
         self._unflushed: set[str] = set()
         self._closed = False
-        self.indexes_rebuilt: list[str] = []  # Milvus collections whose unreadable indexes were rebuilt
+        self.indexes_rebuilt: list[
+            str
+        ] = []  # Milvus collections whose unreadable indexes were rebuilt
         self._native_lite = self.is_lite and lite_major_version() < 3
         # the native Milvus Lite 2.5 fuses a batched hybrid search wrongly (each query after
         # the first gets ranks counted across the batch), so hybrid is fused here instead
@@ -173,7 +193,9 @@ class VectorStore:
         """The store the settings point at (default: Milvus Lite under the data dir);
         ``token``: a server's, if it asks for one (from the keyring, never the settings file)."""
         paths.log_dir.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("GLOG_log_dir", str(paths.log_dir))  # the native server's error log, if any
+        os.environ.setdefault(
+            "GLOG_log_dir", str(paths.log_dir)
+        )  # the native server's error log, if any
         return cls(resolve_milvus_uri(settings, paths), token=token)
 
     @property
@@ -244,7 +266,10 @@ class VectorStore:
         mname = self._require(name)
         description = self._client.describe_collection(mname)
         props = collection_metadata(description)
-        model = (props.get(PROP_MODEL, ""), int(props.get(PROP_DIM, 0) or dense_dimension(description)))
+        model = (
+            props.get(PROP_MODEL, ""),
+            int(props.get(PROP_DIM, 0) or dense_dimension(description)),
+        )
         with self._meta_lock:
             self._models[name] = model
         return model
@@ -265,7 +290,9 @@ class VectorStore:
 
     # -- writing --------------------------------------------------------------
 
-    def insert(self, name: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]] | np.ndarray) -> None:
+    def insert(
+        self, name: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]] | np.ndarray
+    ) -> None:
         """Add chunks with their vectors. A chunk id already present is replaced
         (upsert), so redoing a half-finished document never duplicates chunks."""
         if len(chunks) != len(vectors):
@@ -287,7 +314,10 @@ class VectorStore:
                 stats.add([row["text"] for row in rows])
             if copy := self._copy(mname):
                 copy.upsert(
-                    [c.chunk_id for c in chunks], [c.doc_id for c in chunks], array, [row["text"] for row in rows]
+                    [c.chunk_id for c in chunks],
+                    [c.doc_id for c in chunks],
+                    array,
+                    [row["text"] for row in rows],
                 )
 
     def delete_document(self, name: str, doc_id: str) -> None:
@@ -298,7 +328,12 @@ class VectorStore:
             if (stats := self._word_stats.get(mname)) is not None:
                 self._ensure_loaded(mname)
                 by_doc = f"doc_id == {literal(doc_id)}"
-                stats.remove([str(row["text"]) for row in self._query_all(mname, by_doc, ["chunk_id", "text"])])
+                stats.remove(
+                    [
+                        str(row["text"])
+                        for row in self._query_all(mname, by_doc, ["chunk_id", "text"])
+                    ]
+                )
             self._client.delete(mname, filter=f"doc_id == {literal(doc_id)}", timeout=self._timeout)
             self._unflushed.add(mname)
             if copy := self._copy(mname):
@@ -340,7 +375,9 @@ class VectorStore:
     def document_chunk_ids(self, name: str, doc_id: str) -> list[str]:
         mname = self._require(name)
         self._ensure_loaded(mname)
-        return [str(row["chunk_id"]) for row in self._query_all(mname, f"doc_id == {literal(doc_id)}")]
+        return [
+            str(row["chunk_id"]) for row in self._query_all(mname, f"doc_id == {literal(doc_id)}")
+        ]
 
     def chunk_ids_by_document(self, name: str) -> dict[str, set[str]]:
         """Every chunk id in the collection, grouped by document id (for consistency checks)."""
@@ -469,7 +506,11 @@ class VectorStore:
         found = list(
             _collection_threads().map(
                 lambda side: self.search(
-                    side[0], queries, vectors if side[1] == "dense" else None, mode=side[1], top_k=pool
+                    side[0],
+                    queries,
+                    vectors if side[1] == "dense" else None,
+                    mode=side[1],
+                    top_k=pool,
                 ),
                 sides,
             )
@@ -477,7 +518,9 @@ class VectorStore:
         dense_lists, keyword_lists = found[: len(by_meaning)], found[len(by_meaning) :]
         stats = [self.word_stats(n) for n in keyworded]
         ready = [s for s in stats if s is not None]
-        library = LibraryWords.of(ready, queries) if keyworded and len(ready) == len(stats) else None
+        library = (
+            LibraryWords.of(ready, queries) if keyworded and len(ready) == len(stats) else None
+        )
         counted: dict[str, Counter[str]] = {}
         return [
             one_ranking(
@@ -501,7 +544,9 @@ class VectorStore:
         found: dict[str, Chunk] = {}
         unique = list(dict.fromkeys(chunk_ids))
         for start in range(0, len(unique), 1000):
-            rows = self._client.get(mname, ids=unique[start : start + 1000], output_fields=OUTPUT_FIELDS)
+            rows = self._client.get(
+                mname, ids=unique[start : start + 1000], output_fields=OUTPUT_FIELDS
+            )
             for row in rows:
                 chunk = row_to_chunk(dict(row))
                 found[chunk.chunk_id] = chunk
@@ -521,7 +566,11 @@ class VectorStore:
         mname = self._require(name)
         self._ensure_loaded(mname)
         stats = self._word_stats.get(mname)
-        stale = stats is not None and stats.ready and time.monotonic() - stats.counted_at > SERVER_WORD_STATS_AGE
+        stale = (
+            stats is not None
+            and stats.ready
+            and time.monotonic() - stats.counted_at > SERVER_WORD_STATS_AGE
+        )
         if stale and not self.is_lite:
             word_stats.drop(self._word_stats, mname)  # others may have written to it since
             stats = None
@@ -560,7 +609,9 @@ class VectorStore:
         """Up to ``n`` chunks spread over the collection (by chunk_no 0 first)."""
         mname = self._require(name)
         self._ensure_loaded(mname)
-        rows = self._client.query(mname, filter="chunk_no >= 0", output_fields=OUTPUT_FIELDS, limit=max(n * 8, n))
+        rows = self._client.query(
+            mname, filter="chunk_no >= 0", output_fields=OUTPUT_FIELDS, limit=max(n * 8, n)
+        )
         chunks = [row_to_chunk(dict(row)) for row in rows]
         if len(chunks) <= n:
             return chunks
@@ -570,7 +621,9 @@ class VectorStore:
     def count(self, name: str) -> int:
         mname = self._require(name)
         self._ensure_loaded(mname)
-        rows = self._client.query(mname, filter="", output_fields=["count(*)"], timeout=self._timeout)
+        rows = self._client.query(
+            mname, filter="", output_fields=["count(*)"], timeout=self._timeout
+        )
         return int(rows[0]["count(*)"]) if rows else 0
 
     def close(self) -> None:
@@ -614,7 +667,9 @@ class VectorStore:
             known = self._keyword.get(mname)
         if known is None:
             known = has_keyword_field(self._client.describe_collection(mname))
-            if not known and self.keyword_search_available:  # said once: the store's own note says the rest
+            if (
+                not known and self.keyword_search_available
+            ):  # said once: the store's own note says the rest
                 log.warning("%s", self._no_keyword_note(name))
             with self._meta_lock:
                 self._keyword[mname] = known
@@ -634,7 +689,8 @@ class VectorStore:
                 return mname
         if not self._client.has_collection(mname):
             raise CollectionNotFound(
-                f"There is no collection named '{name}'.", "See `fathom collections` for the ones there are."
+                f"There is no collection named '{name}'.",
+                "See `fathom collections` for the ones there are.",
             )
         return mname
 
@@ -652,7 +708,11 @@ class VectorStore:
         except Exception as exc:  # pymilvus raises MilvusException; Lite's cause is in its text
             if not self.is_lite:
                 raise
-            log.warning("the search indexes of %s could not be loaded (%s); rebuilding them from its rows", mname, exc)
+            log.warning(
+                "the search indexes of %s could not be loaded (%s); rebuilding them from its rows",
+                mname,
+                exc,
+            )
             self._rebuild_indexes(mname)
             self._client.load_collection(mname, timeout=self._timeout)
             self.indexes_rebuilt.append(mname)
@@ -670,14 +730,20 @@ class VectorStore:
         :data:`dense_cache.MIN_ROWS` chunks; its searches use the copy once it is full."""
         if self._copies is None or self._closed or mname in self._copies:
             return
-        rows = self._client.query(mname, filter="", output_fields=["count(*)"], timeout=self._timeout)
+        rows = self._client.query(
+            mname, filter="", output_fields=["count(*)"], timeout=self._timeout
+        )
         if not rows or int(rows[0]["count(*)"]) < dense_cache.MIN_ROWS:
             return
         dimension = dense_dimension(self._client.describe_collection(mname))
         # 3.x scores BM25 with each segment's own word statistics: the copy keeps BM25 too
         keywords = not self._native_lite
         if dense_cache.start_filling(
-            self._copies, mname, dimension, lambda: self._copy_pages(mname, dimension, keywords), keywords=keywords
+            self._copies,
+            mname,
+            dimension,
+            lambda: self._copy_pages(mname, dimension, keywords),
+            keywords=keywords,
         ):
             log.info("copying the dense vectors of %s into memory for faster search", mname)
 
@@ -695,9 +761,14 @@ class VectorStore:
         fields = ["chunk_id", "doc_id", "dense", *(["text"] if texts else [])]
         for start in range(0, len(chunk_ids), COPY_PAGE):
             rows = self._client.get(
-                mname, ids=chunk_ids[start : start + COPY_PAGE], output_fields=fields, timeout=self._timeout
+                mname,
+                ids=chunk_ids[start : start + COPY_PAGE],
+                output_fields=fields,
+                timeout=self._timeout,
             )
-            vectors = np.asarray([row["dense"] for row in rows], dtype=np.float32).reshape(len(rows), dimension)
+            vectors = np.asarray([row["dense"] for row in rows], dtype=np.float32).reshape(
+                len(rows), dimension
+            )
             yield (
                 [str(row["chunk_id"]) for row in rows],
                 [str(row["doc_id"]) for row in rows],
@@ -712,15 +783,26 @@ class VectorStore:
         # index cannot be dropped, "no index to drop"); a rebuilt dense index is read afresh.
         if "dense" in self._client.list_indexes(mname):
             self._client.drop_index(mname, "dense", timeout=self._timeout)
-        create_indexes(self._client, mname, dense_index=self._dense_index(), timeout=self._timeout, fields=("dense",))
+        create_indexes(
+            self._client,
+            mname,
+            dense_index=self._dense_index(),
+            timeout=self._timeout,
+            fields=("dense",),
+        )
 
-    def _query_all(self, mname: str, expr: str, fields: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    def _query_all(
+        self, mname: str, expr: str, fields: list[str] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Every row matching ``expr``. One query returns at most 16384 rows on a server
         and on the native Milvus Lite (which says nothing and stops there), so those are
         read page by page; Milvus Lite 3.x has no cap, and its iterator warns per call."""
         if self.is_lite and not self._native_lite:
             yield from (
-                dict(row) for row in self._client.query(mname, filter=expr, output_fields=fields or ["chunk_id"])
+                dict(row)
+                for row in self._client.query(
+                    mname, filter=expr, output_fields=fields or ["chunk_id"]
+                )
             )
             return
         with _quiet_iterator_warning():
@@ -763,7 +845,9 @@ def _move_from_lite3(path: str) -> MoveReport:
     report = MoveReport()
     with VectorStore(moving) as store:
         for collection in collections:
-            store.ensure_collection(collection.name, collection.dimension, collection.embedding_model)
+            store.ensure_collection(
+                collection.name, collection.dimension, collection.embedding_model
+            )
             moved = 0
             for chunks, vectors in live_rows(collection):
                 store.insert(collection.name, chunks, vectors)

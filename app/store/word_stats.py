@@ -44,7 +44,9 @@ class WordStats:
         self.words = 0
         self.df: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._pending: list[Callable[[], None]] | None = []  # writes while counting; None once counted
+        self._pending: (
+            list[Callable[[], None]] | None
+        ) = []  # writes while counting; None once counted
         self._ready = threading.Event()
         self.cancelled = threading.Event()
         self.counted_at = 0.0  # time.monotonic() when the count ended
@@ -195,7 +197,11 @@ def drop(stats: dict[str, WordStats], mname: str) -> None:
 
 
 def start_counting(
-    stats: dict[str, WordStats], mname: str, read: Callable[[], Iterable[Sequence[str]]], *, background: bool
+    stats: dict[str, WordStats],
+    mname: str,
+    read: Callable[[], Iterable[Sequence[str]]],
+    *,
+    background: bool,
 ) -> WordStats:
     """The statistics of ``mname``, counted from ``read()`` (pages of chunk texts) unless
     they are there or being counted: here and now, or on a thread when ``background``."""
@@ -214,7 +220,9 @@ def start_counting(
                     del stats[mname]
             if not background:
                 raise
-            if not one.cancelled.is_set():  # only a ranking aid: each collection's own BM25 is compared
+            if (
+                not one.cancelled.is_set()
+            ):  # only a ranking aid: each collection's own BM25 is compared
                 log.exception("the word statistics of %s could not be counted", mname)
 
     if background:

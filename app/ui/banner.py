@@ -62,5 +62,7 @@ class Banner(QWidget):
     def _show_text(self) -> None:
         whole = self.text()
         width = max(40, self.label.width())
-        self.label.setText(self.label.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideRight, width))
+        self.label.setText(
+            self.label.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideRight, width)
+        )
         self.label.setToolTip(whole)

@@ -41,13 +41,20 @@ def show_error(parent: QWidget | None, title: str, text: str) -> QMessageBox:
     return _show(parent, "errorBox", QMessageBox.Icon.Warning, title, text)
 
 
-def show_message(parent: QWidget | None, title: str, text: str, informative: str = "") -> QMessageBox:
+def show_message(
+    parent: QWidget | None, title: str, text: str, informative: str = ""
+) -> QMessageBox:
     """A non-modal information box (returns at once)."""
     return _show(parent, "messageBox", QMessageBox.Icon.Information, title, text, informative)
 
 
 def _show(
-    parent: QWidget | None, name: str, icon: QMessageBox.Icon, title: str, text: str, informative: str = ""
+    parent: QWidget | None,
+    name: str,
+    icon: QMessageBox.Icon,
+    title: str,
+    text: str,
+    informative: str = "",
 ) -> QMessageBox:
     box = QMessageBox(parent)
     box.setObjectName(name)

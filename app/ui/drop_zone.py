@@ -14,7 +14,9 @@ def local_paths(event: QDropEvent | QDragEnterEvent | QDragMoveEvent) -> list[Pa
     mime = event.mimeData()
     if mime is None or not mime.hasUrls():
         return []
-    return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile() and url.toLocalFile()]
+    return [
+        Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile() and url.toLocalFile()
+    ]
 
 
 class DropZone(QFrame):

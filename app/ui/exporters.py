@@ -52,7 +52,9 @@ def headless_pdf_renderer() -> PdfRenderer:
     platform when there is no display, and a QGuiApplication when there is none yet."""
     global _headless_app
     make_feature_check_safe()  # what the export imports after Qt is loaded is imported plainly
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     if QGuiApplication.instance() is None:
         _headless_app = QGuiApplication(["fathom"])

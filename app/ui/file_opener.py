@@ -27,7 +27,11 @@ from app.core.opening import OpenDecision
 
 log = logging.getLogger(__name__)
 
-_FILE_MANAGER = ("org.freedesktop.FileManager1", "/org/freedesktop/FileManager1", "org.freedesktop.FileManager1")
+_FILE_MANAGER = (
+    "org.freedesktop.FileManager1",
+    "/org/freedesktop/FileManager1",
+    "org.freedesktop.FileManager1",
+)
 
 
 class FileOpener(Protocol):
@@ -63,7 +67,9 @@ class DesktopOpener(QObject):
             started, _pid = QProcess.startDetached("open", ["-R", str(path)])
             return bool(started)
         if sys.platform == "win32":
-            started, _pid = QProcess.startDetached("explorer.exe", ["/select,", QDir.toNativeSeparators(str(path))])
+            started, _pid = QProcess.startDetached(
+                "explorer.exe", ["/select,", QDir.toNativeSeparators(str(path))]
+            )
             return bool(started)
         if self._use_bus and self._show_items(path):
             return True
@@ -89,7 +95,10 @@ class DesktopOpener(QObject):
         def finished(done: QDBusPendingCallWatcher) -> None:
             self._watchers.discard(done)
             if done.isError():
-                log.info("no file manager answered ShowItems (%s); opening the folder", done.error().name())
+                log.info(
+                    "no file manager answered ShowItems (%s); opening the folder",
+                    done.error().name(),
+                )
                 self._open_folder(path)
             done.deleteLater()
 

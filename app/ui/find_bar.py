@@ -66,7 +66,9 @@ class FindBar(QWidget):
         found = self.target.find(text, flags)
         if not found:  # wrap around
             cursor = self.target.textCursor()
-            cursor.movePosition(cursor.MoveOperation.End if backward else cursor.MoveOperation.Start)
+            cursor.movePosition(
+                cursor.MoveOperation.End if backward else cursor.MoveOperation.Start
+            )
             self.target.setTextCursor(cursor)
             found = self.target.find(text, flags)
         self.result.setText("" if found else "Not found")

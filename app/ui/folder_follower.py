@@ -33,7 +33,10 @@ class FolderFollower:
     finds out whether these collections' folders are there)."""
 
     def __init__(
-        self, rescan: Callable[[str], None], busy: Callable[[], bool], look: Callable[[list[str]], None]
+        self,
+        rescan: Callable[[str], None],
+        busy: Callable[[], bool],
+        look: Callable[[list[str]], None],
     ) -> None:
         self._rescan = rescan
         self._busy = busy
@@ -75,13 +78,21 @@ class FolderFollower:
         def settled(name: str) -> None:  # on the watcher's thread
             loop.call_soon_threadsafe(self.changed, name)
 
-        def moved(names: list[str]) -> None:  # on the watcher's thread: folders went away or came back
+        def moved(
+            names: list[str],
+        ) -> None:  # on the watcher's thread: folders went away or came back
             loop.call_soon_threadsafe(self._look, names)
 
-        followed = {c.name: await library.roots(c.name) for c in await library.collections() if c.watched}
-        followed = {name: roots for name, roots in followed.items() if roots}  # made from no folder: nothing to follow
+        followed = {
+            c.name: await library.roots(c.name) for c in await library.collections() if c.watched
+        }
+        followed = {
+            name: roots for name, roots in followed.items() if roots
+        }  # made from no folder: nothing to follow
 
-        def begin() -> FolderWatcher:  # adding the system's watches walks every folder: off the loop
+        def begin() -> (
+            FolderWatcher
+        ):  # adding the system's watches walks every folder: off the loop
             from app.ingest.watcher import FolderWatcher
 
             watcher = FolderWatcher(settled, on_presence=moved)
@@ -94,7 +105,9 @@ class FolderFollower:
 
         self._watcher = await run_blocking(begin, name="start watching the folders")
         self._followed = set(followed)
-        self.due.extend(name for name in followed if name not in self.due)  # catch up with what changed
+        self.due.extend(
+            name for name in followed if name not in self.due
+        )  # catch up with what changed
         self._look(sorted(followed))
         self.next()
 

@@ -35,7 +35,9 @@ from PySide6.QtCore import QObject, QTimer
 log = logging.getLogger(__name__)
 
 CHECK_INTERVAL_MS = 100
-FULL_COLLECTION_GROWTH = 0.25  # CPython: a full collection once the old generation grew by a quarter
+FULL_COLLECTION_GROWTH = (
+    0.25  # CPython: a full collection once the old generation grew by a quarter
+)
 
 
 class GuiThreadCollector(QObject):

@@ -46,7 +46,9 @@ class HistoryPanel(QWidget):
         self.runs.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.runs.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.runs.header().setStretchLastSection(False)
-        self.runs.itemActivated.connect(lambda item, _col: self.openRequested.emit(item.data(0, RUN_ID_ROLE)))
+        self.runs.itemActivated.connect(
+            lambda item, _col: self.openRequested.emit(item.data(0, RUN_ID_ROLE))
+        )
         self.runs.itemSelectionChanged.connect(self._update_enabled)
         self.open_button = QPushButton("Open")
         self.open_button.setToolTip("Replay the run's tree and report")
@@ -54,7 +56,9 @@ class HistoryPanel(QWidget):
         self.delete_button = QPushButton("Delete…")
         self.delete_button.clicked.connect(self._delete)
         self.export_button = QPushButton("Export…")
-        self.export_button.setToolTip("Export the report shown as Markdown, HTML or PDF (or the table as CSV)")
+        self.export_button.setToolTip(
+            "Export the report shown as Markdown, HTML or PDF (or the table as CSV)"
+        )
         self.export_button.clicked.connect(self.exportRequested)
         buttons = QHBoxLayout()
         buttons.addWidget(self.open_button)
@@ -73,13 +77,19 @@ class HistoryPanel(QWidget):
         self.summaries = runs
         self.runs.clear()
         for run in runs:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started_at)) if run.started_at else ""
+            when = (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started_at))
+                if run.started_at
+                else ""
+            )
             status = (
                 run.status
                 if not run.stop_reason or run.stop_reason == "completed"
                 else f"{run.status} ({run.stop_reason})"
             )
-            item = QTreeWidgetItem([thread_label(run), run.mode, status, f"{run.total_tokens:,}", when])
+            item = QTreeWidgetItem(
+                [thread_label(run), run.mode, status, f"{run.total_tokens:,}", when]
+            )
             item.setData(0, RUN_ID_ROLE, run.run_id)
             latest = f"\nLatest follow-up: {run.question}" if run.follow_ups else ""
             item.setToolTip(

@@ -38,7 +38,9 @@ class HistoryStore:
         return self._store
 
     async def _call(self, fn: Callable[[RunStore], T]) -> T:
-        return await run_blocking(lambda: fn(self._open()), name="read the history", executor=self._executor)
+        return await run_blocking(
+            lambda: fn(self._open()), name="read the history", executor=self._executor
+        )
 
     async def list_runs(self, limit: int = 200) -> list[RunSummary]:
         return await self._call(lambda store: store.list_runs(limit))
@@ -56,7 +58,9 @@ class HistoryStore:
 
     async def read_thread(self, run_id: str) -> list[EventLog]:
         """The events of every run of ``run_id``'s thread, oldest run first."""
-        return await self._call(lambda store: [store.read_events(r.run_id) for r in store.thread_runs(run_id)])
+        return await self._call(
+            lambda store: [store.read_events(r.run_id) for r in store.thread_runs(run_id)]
+        )
 
     async def load_prior(self, run_id: str) -> Prior:
         """What a follow-up of ``run_id`` starts from; FollowUpError says why there is none."""

@@ -21,7 +21,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.events import FileDone, FileStarted, IngestEvent, IngestFinished, IngestProgress, IngestStarted
+from app.core.events import (
+    FileDone,
+    FileStarted,
+    IngestEvent,
+    IngestFinished,
+    IngestProgress,
+    IngestStarted,
+)
 from app.ingest.skip_reasons import skipped_phrase
 from app.ui.formatting import count, duration, short_path
 from app.ui.tooltips import plain_tooltip
@@ -37,7 +44,9 @@ class ElidedRows(QStyledItemDelegate):
     """Rows as wide as the list shows, so a long file name is elided in the middle
     (its end stays readable; the row's tooltip has the whole path) instead of cut off."""
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         hint = super().sizeHint(option, index)
         view = self.parent()
         if isinstance(view, QAbstractItemView):
@@ -91,7 +100,12 @@ class IngestProgressView:
 
     def widgets(self) -> list[tuple[QWidget, int]]:
         """The widgets under the bar, with their stretch."""
-        return [(self.current_label, 0), (self.files, 2), (self.failures_label, 0), (self.failures, 1)]
+        return [
+            (self.current_label, 0),
+            (self.files, 2),
+            (self.failures_label, 0),
+            (self.failures, 1),
+        ]
 
     # -- what the controller reports --------------------------------------
     def start(self, doing: str) -> None:
@@ -156,7 +170,9 @@ class IngestProgressView:
                 eta = f" — ETA {duration(event.eta_s)}"
             else:  # no rate to go by yet (none needed once every file is through)
                 eta = " — ETA estimating…" if event.done_files < event.total_files else ""
-            self.progress.setFormat(f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}")
+            self.progress.setFormat(
+                f"{event.done_files} / {event.total_files} files ({event.fraction:.0%}){eta}"
+            )
             ocr = f" — {event.ocr}" if event.ocr else ""
             self.current_label.setText(f"{event.collection}: {event.chunks:,} chunks so far{ocr}")
         elif isinstance(event, IngestFinished):
@@ -183,7 +199,9 @@ class IngestProgressView:
             detail += f": {event.reason}"
         row = self._file_row(event.path)
         row.setText(f"{_MARKS.get(event.status, '·')} {short_path(event.path, 3)} — {detail}")
-        row.setToolTip(plain_tooltip(f"{event.path}\n{detail}"))  # the reason in full, however narrow the list
+        row.setToolTip(
+            plain_tooltip(f"{event.path}\n{detail}")
+        )  # the reason in full, however narrow the list
         if event.status == "failed":
             self._add_failure(event.path, event.reason)
         elif event.status == "skipped":
@@ -208,7 +226,9 @@ class IngestProgressView:
             f"{count(event.indexed, 'file')} indexed, {event.unchanged} unchanged, {skipped}, "
             f"{event.failed} failed, {event.removed} removed; {event.chunks:,} chunks in {duration(event.elapsed_s)}"
         )
-        self.current_label.setToolTip(plain_tooltip(_skipped_details(self.skipped)) if self.skipped else "")
+        self.current_label.setToolTip(
+            plain_tooltip(_skipped_details(self.skipped)) if self.skipped else ""
+        )
         known = {self.failures.item(i).data(PATH_ROLE) for i in range(self.failures.count())}
         for path, reason in event.failures:
             if path not in known:
@@ -217,7 +237,9 @@ class IngestProgressView:
 
 def _skipped_details(skipped: list[tuple[str, str]]) -> str:
     """The skipped files with their reasons (the summary line's tooltip)."""
-    lines = ["Skipped:"] + [f"{short_path(path, 3)}: {reason}" for path, reason in skipped[:SHOWN_SKIPPED]]
+    lines = ["Skipped:"] + [
+        f"{short_path(path, 3)}: {reason}" for path, reason in skipped[:SHOWN_SKIPPED]
+    ]
     if len(skipped) > SHOWN_SKIPPED:
         lines.append(f"… and {len(skipped) - SHOWN_SKIPPED} more")
     return "\n".join(lines)

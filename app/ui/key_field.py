@@ -112,7 +112,12 @@ class ApiKeyField(QWidget):
 
     # -- storing ----------------------------------------------------------
     async def store_before_saving(
-        self, base_url: str, *, set_busy: Callable[[bool], None], is_open: Callable[[], bool], error: QLabel
+        self,
+        base_url: str,
+        *,
+        set_busy: Callable[[bool], None],
+        is_open: Callable[[], bool],
+        error: QLabel,
     ) -> bool:
         """A dialog's save: store the typed key (the dialog busy meanwhile); True when the
         keyring kept it and the dialog is still open, so the settings may be written."""
@@ -136,7 +141,9 @@ class ApiKeyField(QWidget):
         self.edit.setEnabled(False)
         self.status.setText(STORING)
         try:
-            await run_blocking(self._save_key, base_url, key, name="store the key in the OS keyring")
+            await run_blocking(
+                self._save_key, base_url, key, name="store the key in the OS keyring"
+            )
         except BaseException:
             if not self._gone:
                 self.edit.setEnabled(True)
@@ -147,7 +154,10 @@ class ApiKeyField(QWidget):
         self.edit.clear()
         self.edit.setEnabled(True)
         self.state = KeyringState(
-            True, self.state.backend if self.state else "", True, self.state.env_key if self.state else False
+            True,
+            self.state.backend if self.state else "",
+            True,
+            self.state.env_key if self.state else False,
         )
         self.status.setText(self.state.sentence(base_url))
         self.edit.setPlaceholderText("unchanged (a key is stored in the OS keyring)")

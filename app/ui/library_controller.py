@@ -53,7 +53,9 @@ collection_name_for = collection_names.name_for  # the window and `fathom ingest
 def _read_rows(library: Library, collections: list[Collection]) -> list[CollectionRow]:
     """The panel's rows of ``collections`` (in a worker thread: a large library's documents
     are listed as plain tuples by the catalog, in a few milliseconds; no Document is built)."""
-    return library_rows(collections, {c.name: library.catalog.document_rows(c.name) for c in collections})
+    return library_rows(
+        collections, {c.name: library.catalog.document_rows(c.name) for c in collections}
+    )
 
 
 def _split_existing(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
@@ -63,7 +65,9 @@ def _split_existing(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 class LibraryController(QObject):
-    catalogChanged = Signal(list, list)  # list[Collection], list[CollectionRow] (the rows the panel shows)
+    catalogChanged = Signal(
+        list, list
+    )  # list[Collection], list[CollectionRow] (the rows the panel shows)
     busyChanged = Signal()  # the library arrived, or an indexing or repair started or ended
     progressStarted = Signal(str)  # what is being done, until the first event says how much
     ingestEvent = Signal(object)  # IngestEvent
@@ -72,9 +76,13 @@ class LibraryController(QObject):
     stopped = Signal(str, bool)  # what the stop means, whether the current line is cleared
     failed = Signal(str)
     repaired = Signal(object, object)  # CheckResult before, after
-    statusMessage = Signal(str, int)  # a passing message, how long to show it (ms; 0: until replaced)
+    statusMessage = Signal(
+        str, int
+    )  # a passing message, how long to show it (ms; 0: until replaced)
     indexingChanged = Signal(list)  # list[IndexingState]: the collections being indexed, how far
-    offlineChanged = Signal(dict)  # dict[str, list[Path]]: followed collections → their folders not there
+    offlineChanged = Signal(
+        dict
+    )  # dict[str, list[Path]]: followed collections → their folders not there
 
     def __init__(self, tasks: TaskKeeper, confirm: Confirm, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -88,15 +96,21 @@ class LibraryController(QObject):
         self.last_finished: IngestFinished | None = None
         self.last_progress: IngestProgress | None = None
         self.last_repair: tuple[CheckResult, CheckResult] | None = None
-        self.indexing: list[IndexingState] = []  # the collections being indexed now (empty when idle)
+        self.indexing: list[
+            IndexingState
+        ] = []  # the collections being indexed now (empty when idle)
         self._indexing_task: asyncio.Task[Any] | None = None
         self._indexing_stale = False
         self._refreshing = asyncio.Lock()
         self._refresh_asked = 0  # refreshes asked for so far
         self._refresh_read = 0  # the last of them that a finished read answers
         self.offline: dict[str, list[Path]] = {}  # followed collections whose folders are not there
-        self._looking = asyncio.Lock()  # one look at the folders at a time: the last one asked answers last
-        self.folders = FolderFollower(self.rescan, lambda: self.ingesting, self._look)  # watched folders
+        self._looking = (
+            asyncio.Lock()
+        )  # one look at the folders at a time: the last one asked answers last
+        self.folders = FolderFollower(
+            self.rescan, lambda: self.ingesting, self._look
+        )  # watched folders
 
     # -- state ------------------------------------------------------------
     @property
@@ -120,7 +134,11 @@ class LibraryController(QObject):
             offline = dict(self.offline)
             for name in names:
                 library = self._library
-                roots = await library.offline_folders(name) if library and self.folders.watches(name) else []
+                roots = (
+                    await library.offline_folders(name)
+                    if library and self.folders.watches(name)
+                    else []
+                )
                 if roots:
                     offline[name] = roots
                 else:
@@ -140,7 +158,9 @@ class LibraryController(QObject):
             self.folders.changed(name)
         else:
             await self.folders.unfollow(name)
-        self._say(f"{name}: {'changes in its folders are indexed as they happen' if on else 'no longer followed'}.")
+        self._say(
+            f"{name}: {'changes in its folders are indexed as they happen' if on else 'no longer followed'}."
+        )
         await self.refresh()
 
     def set_library(self, library: Library | None) -> None:
@@ -148,7 +168,9 @@ class LibraryController(QObject):
         if library is not None:
             notes = list(library.notices)  # these stay until replaced; the recovery passes
             if library.recovery:
-                notes.append(f"Finished what an interrupted run left undone: {library.recovery.summary()}.")
+                notes.append(
+                    f"Finished what an interrupted run left undone: {library.recovery.summary()}."
+                )
             if notes:
                 self._say(" ".join(notes), 0 if library.notices else MESSAGE_MS)
             self._tasks.start(self.refresh(), "refresh the library")
@@ -216,7 +238,9 @@ class LibraryController(QObject):
         asked = self._refresh_asked
         async with self._refreshing:
             library = self._library
-            if library is None or self._refresh_read >= asked:  # a read that began after the ask answered it
+            if (
+                library is None or self._refresh_read >= asked
+            ):  # a read that began after the ask answered it
                 return
             reading = self._refresh_asked
             collections = await library.collections()
@@ -269,7 +293,9 @@ class LibraryController(QObject):
         if self.ingesting:
             self.queued.append((list(paths), collection))
             name = paths[0].name + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
-            self._say(f"Queued {name}: indexed when the current indexing ends ({len(self.queued)} waiting).")
+            self._say(
+                f"Queued {name}: indexed when the current indexing ends ({len(self.queued)} waiting)."
+            )
             self.busyChanged.emit()
             return
         self._start(self._add(paths, collection), "indexing")
@@ -281,7 +307,9 @@ class LibraryController(QObject):
             self._start(self._add(paths, collection), "indexing")
 
     async def _add(self, paths: list[Path], collection: str | None) -> None:
-        found, missing = await run_blocking(_split_existing, paths, name="look at the paths to index")
+        found, missing = await run_blocking(
+            _split_existing, paths, name="look at the paths to index"
+        )
         if missing:
             self._say(f"Not found: {missing[0]}")
         if not found:
@@ -314,7 +342,9 @@ class LibraryController(QObject):
         """Index new and changed files of ``collection``, drop deleted ones; ``retry``:
         read again the files the converter gave up on (past a limit, or crashing it)."""
         if self._library is not None and not self.ingesting:
-            self._start(self._run_ingest([], collection, how="retry" if retry else "rescan"), "re-scan")
+            self._start(
+                self._run_ingest([], collection, how="retry" if retry else "rescan"), "re-scan"
+            )
 
     def reindex(self, collection: str) -> None:
         """Embed ``collection`` again with the embedding model now in Settings."""
@@ -362,7 +392,9 @@ class LibraryController(QObject):
         except FathomError as exc:
             self._fail(str(exc))
             mismatch = isinstance(exc, EmbeddingMismatch)
-        except Exception as exc:  # a bug: the panel says it stopped, the task's error box and log say why
+        except (
+            Exception
+        ) as exc:  # a bug: the panel says it stopped, the task's error box and log say why
             self._fail(unexpected_stop(how, exc))
             raise
         finally:
@@ -387,7 +419,10 @@ class LibraryController(QObject):
         self.ingestEvent.emit(event)
         if isinstance(event, (IngestStarted, IngestProgress)):
             self._update_indexing()
-        if isinstance(event, IngestProgress) and time.monotonic() - self._rows_read_at >= ROWS_WHILE_INDEXING_S:
+        if (
+            isinstance(event, IngestProgress)
+            and time.monotonic() - self._rows_read_at >= ROWS_WHILE_INDEXING_S
+        ):
             self._rows_read_at = time.monotonic()  # the rows' counts grow as documents are stored
             self._tasks.start(self.refresh(), "refresh the library")
         if isinstance(event, IngestFinished):
@@ -454,7 +489,12 @@ class LibraryController(QObject):
 def unexpected_stop(how: str, exc: Exception) -> str:
     """What the progress panel says when an ingest, re-scan, re-index or repair ends on
     an error Fathom did not expect (a bug): what stopped, the error, and what is kept."""
-    doing = {"ingest": "Indexing", "rescan": "The re-scan", "reindex": "The re-index", "repair": "The repair"}[how]
+    doing = {
+        "ingest": "Indexing",
+        "rescan": "The re-scan",
+        "reindex": "The re-index",
+        "repair": "The repair",
+    }[how]
     return (
         f"{doing} stopped on an unexpected error ({type(exc).__name__}: {exc}). "
         "What was indexed before it is kept; try again."

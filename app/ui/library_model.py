@@ -32,7 +32,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QBrush
 
 from app.core.models import Collection, Document, DocumentStatus
@@ -42,16 +50,25 @@ from app.ui.tooltips import plain_tooltip
 
 _Index = QModelIndex | QPersistentModelIndex
 
-COLUMNS = ("Collection / document", "Docs", "Chunks", "Description")  # short: the name gets the width
+COLUMNS = (
+    "Collection / document",
+    "Docs",
+    "Chunks",
+    "Description",
+)  # short: the name gets the width
 DESCRIPTION_COLUMN = 3
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # "collection" | "document"
 NAME_ROLE = Qt.ItemDataRole.UserRole + 2  # the collection's name (a document's: its collection's)
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3  # a document's id
 PATH_ROLE = Qt.ItemDataRole.UserRole + 4  # a document's path (as the ingest progress lists use it)
 INDEXING_ROLE = Qt.ItemDataRole.UserRole + 5  # the row's indexing state, while it is being indexed
-OFFLINE_ROLE = Qt.ItemDataRole.UserRole + 6  # a collection's sentence of its folders not there (None: there)
+OFFLINE_ROLE = (
+    Qt.ItemDataRole.UserRole + 6
+)  # a collection's sentence of its folders not there (None: there)
 OFFLINE_MARK = "folder offline"
-DESCRIPTION_TOOLTIP = "Double-click to edit the description (the research engine reads it to route questions)"
+DESCRIPTION_TOOLTIP = (
+    "Double-click to edit the description (the research engine reads it to route questions)"
+)
 
 SLICE_MS = 8.0  # the longest one slice of an update holds the GUI thread (about)
 ROWS_AT_ONCE = 200  # documents views are told of at once
@@ -61,9 +78,13 @@ MAX_RUNS = 32  # runs of removed rows removed one by one; more, and the rows fro
 GONE_KEPT = 64  # removed collection rows kept alive (Qt may still ask about their old indexes)
 
 
-_DOCUMENT_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+_DOCUMENT_FLAGS = (
+    Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+)
 # editable: the description (the view starts an edit only there)
-_COLLECTION_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
+_COLLECTION_FLAGS = (
+    Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
+)
 
 
 class DocumentRow(NamedTuple):
@@ -97,7 +118,8 @@ def document_row(doc: Document) -> DocumentRow:
 
 
 def library_rows(
-    collections: Sequence[Collection], documents: Mapping[str, Sequence[tuple[str, str, str, int, str]]]
+    collections: Sequence[Collection],
+    documents: Mapping[str, Sequence[tuple[str, str, str, int, str]]],
 ) -> list[CollectionRow]:
     """The rows of these collections and their documents, each document a
     ``(doc_id, path, status, chunk_count, error)`` tuple as :func:`document_row` makes
@@ -122,7 +144,9 @@ class _Collection:
     name: str
     cells: tuple[str, str, str, str]
     documents: list[DocumentRow] = field(default_factory=list)
-    fetched: int = 0  # the first rows of ``documents`` views know of (the rest are fetched on demand)
+    fetched: int = (
+        0  # the first rows of ``documents`` views know of (the rest are fetched on demand)
+    )
 
 
 class _Root:
@@ -143,7 +167,9 @@ class LibraryModel(QAbstractItemModel):
         super().__init__(parent)
         self._root = _Root()
         self._collections: list[_Collection] = []
-        self._gone: list[_Collection] = []  # removed collections, kept alive: old indexes point at them
+        self._gone: list[
+            _Collection
+        ] = []  # removed collections, kept alive: old indexes point at them
         self._wanted: list[CollectionRow] = []  # what the last show() asked for
         self._indexing: dict[str, str] = {}  # collection name: "Indexing — 12 of 40 documents"
         self._offline: dict[str, str] = {}  # collection name: what is said of its folders not there
@@ -210,7 +236,9 @@ class LibraryModel(QAbstractItemModel):
                 self._job = None
         finally:
             self.slices += 1
-            self.longest_slice_ms = max(self.longest_slice_ms, (time.perf_counter() - started) * 1000)
+            self.longest_slice_ms = max(
+                self.longest_slice_ms, (time.perf_counter() - started) * 1000
+            )
         if self._job is None:
             self.shown.emit()
         else:
@@ -226,7 +254,9 @@ class LibraryModel(QAbstractItemModel):
     def _with_indexing(self, rows: list[CollectionRow]) -> list[CollectionRow]:
         """``rows``, and a row for each collection being indexed that they lack."""
         names = {row.name for row in rows}
-        return rows + [CollectionRow(name, "", "", "") for name in self._indexing if name not in names]
+        return rows + [
+            CollectionRow(name, "", "", "") for name in self._indexing if name not in names
+        ]
 
     def _sync_collections(self, wanted: list[CollectionRow]) -> None:
         plan = plan_rows([item.name for item in self._collections], [row.name for row in wanted])
@@ -239,7 +269,9 @@ class LibraryModel(QAbstractItemModel):
             if inserted:
                 self.beginInsertRows(QModelIndex(), run.first, run.last)
                 new = wanted[run.first : run.last + 1]
-                self._collections[run.first : run.first] = [_Collection(row.name, row.cells()) for row in new]
+                self._collections[run.first : run.first] = [
+                    _Collection(row.name, row.cells()) for row in new
+                ]
                 self.endInsertRows()
                 continue
             for row in run.rows:
@@ -258,7 +290,9 @@ class LibraryModel(QAbstractItemModel):
         if len(docs) == len(wanted):  # the usual refresh: nothing or a few rows changed
             same = True
             for start in range(0, len(wanted), STEP_ROWS * 4):
-                same = docs[start : start + STEP_ROWS * 4] == list(wanted[start : start + STEP_ROWS * 4])
+                same = docs[start : start + STEP_ROWS * 4] == list(
+                    wanted[start : start + STEP_ROWS * 4]
+                )
                 if not same:
                     break
                 yield
@@ -281,7 +315,9 @@ class LibraryModel(QAbstractItemModel):
         kept = [doc.doc_id for doc in wanted if doc.doc_id in current_set]
         yield
         if kept != current_ids:
-            first = next(i for i, (a, b) in enumerate(zip(kept, current_ids, strict=True)) if a != b)
+            first = next(
+                i for i, (a, b) in enumerate(zip(kept, current_ids, strict=True)) if a != b
+            )
             self._remove_documents(item, first, len(docs) - 1)
             current_set = {doc.doc_id for doc in docs}
             yield
@@ -308,7 +344,9 @@ class LibraryModel(QAbstractItemModel):
                 self._changed_documents(item, changed_from, row - 1)
             if row < stop:  # a run of new rows starts here (the kept rows are in wanted's order)
                 end = row + 1
-                limit = len(wanted) if row >= item.fetched else row + ROWS_AT_ONCE  # unseen rows: all at once
+                limit = (
+                    len(wanted) if row >= item.fetched else row + ROWS_AT_ONCE
+                )  # unseen rows: all at once
                 while end < limit and wanted[end].doc_id not in current_set:
                     end += 1
                 self._insert_documents(item, row, wanted[row:end])
@@ -358,7 +396,9 @@ class LibraryModel(QAbstractItemModel):
     def _changed_documents(self, item: _Collection, first: int, last: int) -> None:
         last = min(last, item.fetched - 1)  # rows views do not know of yet need no word
         if first <= last:
-            self.dataChanged.emit(self.createIndex(first, 0, item), self.createIndex(last, len(COLUMNS) - 1, item))
+            self.dataChanged.emit(
+                self.createIndex(first, 0, item), self.createIndex(last, len(COLUMNS) - 1, item)
+            )
 
     def _find(self, name: str) -> _Collection | None:
         return next((item for item in self._collections if item.name == name), None)
@@ -400,7 +440,11 @@ class LibraryModel(QAbstractItemModel):
     # -- QAbstractItemModel ----------------------------------------------
     def _parent_item(self, parent: _Index) -> _Collection | None:
         """The collection whose documents ``parent``'s children are (None: not a collection row)."""
-        if not parent.isValid() or parent.column() != 0 or parent.internalPointer() is not self._root:
+        if (
+            not parent.isValid()
+            or parent.column() != 0
+            or parent.internalPointer() is not self._root
+        ):
             return None
         return self._collections[parent.row()] if parent.row() < len(self._collections) else None
 
@@ -408,7 +452,11 @@ class LibraryModel(QAbstractItemModel):
         if row < 0 or not 0 <= column < len(COLUMNS):
             return QModelIndex()
         if not parent.isValid():
-            return self.createIndex(row, column, self._root) if row < len(self._collections) else QModelIndex()
+            return (
+                self.createIndex(row, column, self._root)
+                if row < len(self._collections)
+                else QModelIndex()
+            )
         item = self._parent_item(parent)
         if item is None or row >= item.fetched:
             return QModelIndex()
@@ -450,7 +498,9 @@ class LibraryModel(QAbstractItemModel):
     def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
         return len(COLUMNS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section] if 0 <= section < len(COLUMNS) else None
         return None
@@ -466,7 +516,11 @@ class LibraryModel(QAbstractItemModel):
         pointer = index.internalPointer()
         row, column = index.row(), index.column()
         if pointer is self._root:
-            return self._collection_data(self._collections[row], column, role) if row < len(self._collections) else None
+            return (
+                self._collection_data(self._collections[row], column, role)
+                if row < len(self._collections)
+                else None
+            )
         if isinstance(pointer, _Collection) and row < pointer.fetched:
             return self._document_data(pointer, pointer.documents[row], column, role)
         return None
@@ -488,7 +542,9 @@ class LibraryModel(QAbstractItemModel):
                 return plain_tooltip(offline)
             if column == DESCRIPTION_COLUMN:  # the column is narrow: the whole description on hover
                 written = item.cells[DESCRIPTION_COLUMN]
-                return plain_tooltip(f"{written}\n\n{DESCRIPTION_TOOLTIP}" if written else DESCRIPTION_TOOLTIP)
+                return plain_tooltip(
+                    f"{written}\n\n{DESCRIPTION_TOOLTIP}" if written else DESCRIPTION_TOOLTIP
+                )
             return None
         if role == Qt.ItemDataRole.ForegroundRole:
             return self.greyed if indexing else None

@@ -97,7 +97,9 @@ class LibraryPanel(QWidget):
         title.setObjectName("panelTitle")
         self.state_label = QLabel("Opening the library…")
         self.model = LibraryModel(self)
-        self.model.greyed = self.palette().brush(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+        self.model.greyed = self.palette().brush(
+            QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text
+        )
         self.model.descriptionEdited.connect(self._on_description_edited)
         self.tree = QTreeView()
         self.tree.setObjectName("collectionsTree")
@@ -106,13 +108,17 @@ class LibraryPanel(QWidget):
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # long names keep their end; the tooltip has all
+        self.tree.setTextElideMode(
+            Qt.TextElideMode.ElideMiddle
+        )  # long names keep their end; the tooltip has all
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
-        header.setResizeContentsPrecision(0)  # fit the rows on screen, not the first 1,000 (each asks the model)
+        header.setResizeContentsPrecision(
+            0
+        )  # fit the rows on screen, not the first 1,000 (each asks the model)
         header.setStretchLastSection(False)
         header.resizeSection(3, 72)  # (wider by dragging; the whole description is in the tooltip)
         self.tree.doubleClicked.connect(self._on_double_click)
@@ -126,7 +132,9 @@ class LibraryPanel(QWidget):
         self.target.setObjectName("targetCollection")
         self.target.setEditable(True)
         # as wide as the column allows, not as its longest item: the report gets the room
-        self.target.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.target.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
         self.target.setMinimumContentsLength(12)
         self.target.setToolTip("The collection new documents go into; type a name to create one")
         self.target.addItem(NEW_COLLECTION)
@@ -137,7 +145,9 @@ class LibraryPanel(QWidget):
         self.add_files_button = QPushButton("Add files…")
         self.add_files_button.clicked.connect(self.choose_files)
         self.rescan_button = QPushButton("Re-scan")
-        self.rescan_button.setToolTip("Index new and changed files of the selected collection, drop deleted ones")
+        self.rescan_button.setToolTip(
+            "Index new and changed files of the selected collection, drop deleted ones"
+        )
         self.rescan_button.clicked.connect(self._on_rescan)
         self.remove_button = QPushButton("Remove…")
         self.remove_button.setToolTip("Remove the selected document or collection from the library")
@@ -149,7 +159,9 @@ class LibraryPanel(QWidget):
         )
         self.repair_button.clicked.connect(self.controller.repair)
         self.reindex_action = QAction("Re-index with the current embedding model", self)
-        self.reindex_action.setToolTip("Embed every document of the collection again (after the model changed)")
+        self.reindex_action.setToolTip(
+            "Embed every document of the collection again (after the model changed)"
+        )
         self.reindex_action.triggered.connect(self._on_reindex)
         self.rescan_action = QAction("Re-scan", self)
         self.rescan_action.triggered.connect(self._on_rescan)
@@ -234,9 +246,13 @@ class LibraryPanel(QWidget):
         self.rescan_action.setEnabled(self.rescan_button.isEnabled())
         self.retry_action.setEnabled(self.rescan_button.isEnabled())
         self.remove_action.setEnabled(self.remove_button.isEnabled())
-        self.reindex_action.setEnabled(idle and selected is not None and selected[0] == "collection")
+        self.reindex_action.setEnabled(
+            idle and selected is not None and selected[0] == "collection"
+        )
         self.repair_button.setEnabled(idle)
-        self.ingest.stop_button.setEnabled(self.controller.ingesting and not self.ingest.is_stopping)
+        self.ingest.stop_button.setEnabled(
+            self.controller.ingesting and not self.ingest.is_stopping
+        )
         self.target.setEnabled(can_add)
 
     def _selected(self) -> tuple[str, str, str] | None:
@@ -295,7 +311,9 @@ class LibraryPanel(QWidget):
 
     def _show_offline(self, offline: dict[str, list[Path]]) -> None:
         """Mark the followed collections whose folders are not there; the others lose the mark."""
-        self.model.set_offline({name: offline_sentence(folders) for name, folders in offline.items()})
+        self.model.set_offline(
+            {name: offline_sentence(folders) for name, folders in offline.items()}
+        )
 
     # -- descriptions -----------------------------------------------------
     def _on_double_click(self, index: QModelIndex) -> None:
@@ -325,7 +343,9 @@ class LibraryPanel(QWidget):
     def add_paths(self, paths: Sequence[Path]) -> None:
         """Index dropped or chosen paths into the collection chosen under "Add to"."""
         chosen = self.target.currentText().strip()
-        self.controller.add_paths(list(paths), None if not chosen or chosen == NEW_COLLECTION else chosen)
+        self.controller.add_paths(
+            list(paths), None if not chosen or chosen == NEW_COLLECTION else chosen
+        )
 
     def _on_rescan(self) -> None:
         selected = self._selected()
@@ -411,6 +431,11 @@ def repair_report(before: CheckResult, after: CheckResult) -> tuple[str, str]:
     if len(before.drift) > SHOWN_DRIFT:
         lines.append(f"… and {len(before.drift) - SHOWN_DRIFT} more.")
     if after.consistent:
-        return f"Repaired {count(len(before.drift), 'problem')}. {after.summary()}", "\n".join(lines)
+        return f"Repaired {count(len(before.drift), 'problem')}. {after.summary()}", "\n".join(
+            lines
+        )
     remaining = "\n".join(f"• {d.sentence()}" for d in after.drift[:SHOWN_DRIFT])
-    return "Some problems remain after the repair.", f"Found:\n{chr(10).join(lines)}\n\nStill wrong:\n{remaining}"
+    return (
+        "Some problems remain after the repair.",
+        f"Found:\n{chr(10).join(lines)}\n\nStill wrong:\n{remaining}",
+    )

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STARTUP_ENV = "FATHOM_STARTUP_REPORT"  # set: print "window shown after N s" (benchmarks)
-QUIT_AFTER_ENV = "FATHOM_QUIT_AFTER_SHOWN"  # set: close the window once shown (benchmarks, smoke tests)
+QUIT_AFTER_ENV = (
+    "FATHOM_QUIT_AFTER_SHOWN"  # set: close the window once shown (benchmarks, smoke tests)
+)
 
 
 def make_application(argv: list[str] | None = None) -> QApplication:
@@ -87,7 +89,9 @@ def run_app(argv: list[str] | None = None) -> int:
     from app.ui.main_window import MainWindow
     from app.ui.services import Services
 
-    collector = GuiThreadCollector(app)  # cycles holding Qt objects must die on this thread, never a worker's
+    collector = GuiThreadCollector(
+        app
+    )  # cycles holding Qt objects must die on this thread, never a worker's
     collector.start()
 
     services = Services(settings, paths, startup_lock=lock)

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QRect, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence, QResizeEvent
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -113,7 +121,9 @@ class MainWindow(QMainWindow):
         self.presenter.tableReady.connect(lambda: self.report_tabs.setCurrentWidget(self.table))
         self.report.citationClicked.connect(self.open_citation)
         self.report.externalLinkClicked.connect(
-            lambda url: self.statusBar().showMessage(f"Links to outside are not opened from a report: {url}", 8000)
+            lambda url: self.statusBar().showMessage(
+                f"Links to outside are not opened from a report: {url}", 8000
+            )
         )
 
         self.library_panel = LibraryPanel(self.tasks)
@@ -152,7 +162,9 @@ class MainWindow(QMainWindow):
         split.addWidget(self.research_panel)
         split.addWidget(right)
         split.setChildrenCollapsible(False)
-        split.setCollapsible(LIBRARY_COLUMN, True)  # the library folds away (View → Library, Ctrl+L)
+        split.setCollapsible(
+            LIBRARY_COLUMN, True
+        )  # the library folds away (View → Library, Ctrl+L)
         split.splitterMoved.connect(self._on_split_moved)
         self._shares = [float(share) for share in COLUMN_SHARES]  # of the width, per column
         self._library_share = float(COLUMN_SHARES[LIBRARY_COLUMN])  # the library's, while folded
@@ -165,7 +177,11 @@ class MainWindow(QMainWindow):
         self.elapsed_label = QLabel("")
         self.model_label = QLabel("")
         self.downloads = ModelDownloads(
-            self.tasks, lambda: services.paths.models_dir, lambda: services.settings, services.save_settings, self
+            self.tasks,
+            lambda: services.paths.models_dir,
+            lambda: services.settings,
+            services.save_settings,
+            self,
         )
         self.download_bar = QProgressBar()
         self.download_bar.setObjectName("statusDownload")
@@ -210,7 +226,9 @@ class MainWindow(QMainWindow):
 
         self.add_folder_action = action("Add folder…", self.library_panel.choose_folder, "Ctrl+O")
         self.export_action = action("Export report…", self.choose_export, "Ctrl+Shift+E")
-        self.export_all_action = action("Export report with sources consulted but not cited…", self.choose_export_all)
+        self.export_all_action = action(
+            "Export report with sources consulted but not cited…", self.choose_export_all
+        )
         self.settings_action = action("Settings…", self.open_settings, "Ctrl+,")
         self.models_action = action("Models…", self.open_models, "Ctrl+Shift+M")
         self.quit_action = action("Quit", self.close, "Ctrl+Q")
@@ -250,8 +268,12 @@ class MainWindow(QMainWindow):
         """Take ``SCREEN_SHARE`` of ``area`` (no more than ``MAX_SIZE``, no less than the window
         needs, never more than the area) and centre the window in it."""
         least = self.minimumSizeHint()
-        width = min(MAX_SIZE[0], max(least.width(), round(area.width() * SCREEN_SHARE)), area.width())
-        height = min(MAX_SIZE[1], max(least.height(), round(area.height() * SCREEN_SHARE)), area.height())
+        width = min(
+            MAX_SIZE[0], max(least.width(), round(area.width() * SCREEN_SHARE)), area.width()
+        )
+        height = min(
+            MAX_SIZE[1], max(least.height(), round(area.height() * SCREEN_SHARE)), area.height()
+        )
         self.resize(width, height)
         frame = self.frameGeometry()
         frame.moveCenter(area.center())
@@ -261,7 +283,9 @@ class MainWindow(QMainWindow):
         """Put the window where it was when it last closed, its columns in the shares the
         user left them (read off the GUI thread); False when nothing usable was saved (then
         it keeps the size it opened with, its columns in :data:`COLUMN_SHARES`)."""
-        saved = await run_blocking(read_window_state, self._state_file(), name="read the window's place")
+        saved = await run_blocking(
+            read_window_state, self._state_file(), name="read the window's place"
+        )
         if saved is None:
             return False
         placed = self.restoreGeometry(QByteArray(saved.geometry))
@@ -298,11 +322,18 @@ class MainWindow(QMainWindow):
             return
         if shown:
             width = self._library_share
-            shares[1], shares[2] = max(1.0, shares[1] - width / 3), max(1.0, shares[2] - width * 2 / 3)
+            shares[1], shares[2] = (
+                max(1.0, shares[1] - width / 3),
+                max(1.0, shares[2] - width * 2 / 3),
+            )
             shares[LIBRARY_COLUMN] = width
         else:
             width = self._library_share = shares[LIBRARY_COLUMN]
-            shares[1], shares[2], shares[LIBRARY_COLUMN] = shares[1] + width / 3, shares[2] + width * 2 / 3, 0.0
+            shares[1], shares[2], shares[LIBRARY_COLUMN] = (
+                shares[1] + width / 3,
+                shares[2] + width * 2 / 3,
+                0.0,
+            )
         self._place_columns()
         self.library_action.setChecked(shown)
 
@@ -316,9 +347,15 @@ class MainWindow(QMainWindow):
         split = self.main_split
         width = split.width() - split.handleWidth() * (split.count() - 1)
         columns = (self.left_tabs, self.research_panel, self.report_column)
-        least = [c.minimumSizeHint().width() if share else 0 for c, share in zip(columns, self._shares, strict=True)]
+        least = [
+            c.minimumSizeHint().width() if share else 0
+            for c, share in zip(columns, self._shares, strict=True)
+        ]
         total = sum(self._shares) or 1.0
-        sizes = [max(m, round(width * share / total)) for m, share in zip(least, self._shares, strict=True)]
+        sizes = [
+            max(m, round(width * share / total))
+            for m, share in zip(least, self._shares, strict=True)
+        ]
         sizes[-1] = max(least[-1], width - sum(sizes[:-1]))
         self._placing = True
         try:
@@ -377,7 +414,9 @@ class MainWindow(QMainWindow):
             self.research_panel.question.setFocus()
             return
         panel = self.research_panel
-        self.runs.start(question, panel.mode_name(), panel.scope(), panel.budget(), follows=panel.follows)
+        self.runs.start(
+            question, panel.mode_name(), panel.scope(), panel.budget(), follows=panel.follows
+        )
 
     def _on_running(self, running: bool) -> None:
         self.research_panel.set_running(running)
@@ -434,9 +473,13 @@ class MainWindow(QMainWindow):
         self._offer_follow_up()
         if started is not None:
             self.research_panel.restore(started)
-            missing = [c for c in started.collections if c not in self.research_panel.collection_names()]
+            missing = [
+                c for c in started.collections if c not in self.research_panel.collection_names()
+            ]
             if missing:
-                self.statusBar().showMessage(f"No longer in the library: {', '.join(missing)}", 8000)
+                self.statusBar().showMessage(
+                    f"No longer in the library: {', '.join(missing)}", 8000
+                )
         self.report_tabs.setCurrentWidget(self.table if self.presenter.table else self.report)
 
     def delete_run(self, run_id: str) -> None:
@@ -447,7 +490,9 @@ class MainWindow(QMainWindow):
         question = (summary.thread_question or summary.question) if summary else run_id
         n = summary.follow_ups if summary else 0
         more = f" and its {n} follow-up{'' if n == 1 else 's'}" if n else ""
-        if not await ask_yes_no(self, "Delete run", f"Delete the run “{question[:80]}”{more} from the history?"):
+        if not await ask_yes_no(
+            self, "Delete run", f"Delete the run “{question[:80]}”{more} from the history?"
+        ):
             return
         await self.runs.delete_run(run_id)
 
@@ -455,16 +500,24 @@ class MainWindow(QMainWindow):
     def choose_export(self, include_consulted: bool = False) -> None:
         shown = self.presenter
         if not shown.report_view.markdown_text().strip() and shown.table is None:
-            self.statusBar().showMessage("There is no report to export: run a question or open one from History.", 6000)
+            self.statusBar().showMessage(
+                "There is no report to export: run a question or open one from History.", 6000
+            )
             return
-        filters = list(EXPORT_FILTERS.values()) + (list(TABLE_FILTERS.values()) if shown.table is not None else [])
+        filters = list(EXPORT_FILTERS.values()) + (
+            list(TABLE_FILTERS.values()) if shown.table is not None else []
+        )
         base = self.services.paths.exports_dir / f"fathom-{shown.run_id or 'report'}.md"
-        path, chosen = QFileDialog.getSaveFileName(self, "Export report", str(base), ";;".join(filters))
+        path, chosen = QFileDialog.getSaveFileName(
+            self, "Export report", str(base), ";;".join(filters)
+        )
         if not path:
             return
         target = Path(path)
         if not target.suffix:
-            suffix = next((s for s, f in {**EXPORT_FILTERS, **TABLE_FILTERS}.items() if f == chosen), ".md")
+            suffix = next(
+                (s for s, f in {**EXPORT_FILTERS, **TABLE_FILTERS}.items() if f == chosen), ".md"
+            )
             target = target.with_suffix(suffix)
         self.tasks.start(self.export_to(target, include_consulted=include_consulted), "export")
 
@@ -494,7 +547,9 @@ class MainWindow(QMainWindow):
         return self.tasks.start(self._open_settings(), "open the settings")
 
     async def _open_settings(self) -> SettingsDialog:
-        module = await run_blocking(importlib.import_module, "app.ui.settings_dialog", name="import the settings")
+        module = await run_blocking(
+            importlib.import_module, "app.ui.settings_dialog", name="import the settings"
+        )
         dialog: SettingsDialog = module.SettingsDialog(
             self.services.settings,
             self.services.paths,
@@ -517,8 +572,12 @@ class MainWindow(QMainWindow):
             self.model_manager.raise_()
             self.model_manager.activateWindow()
             return self.model_manager
-        module = await run_blocking(importlib.import_module, "app.ui.model_manager", name="import the models")
-        dialog: ModelManagerDialog = module.ModelManagerDialog(self.services, self.downloads, self.tasks, self)
+        module = await run_blocking(
+            importlib.import_module, "app.ui.model_manager", name="import the models"
+        )
+        dialog: ModelManagerDialog = module.ModelManagerDialog(
+            self.services, self.downloads, self.tasks, self
+        )
         dialog.saved.connect(self._settings_saved)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.destroyed.connect(lambda: setattr(self, "model_manager", None))
@@ -548,7 +607,9 @@ class MainWindow(QMainWindow):
         models = [k.removeprefix(MODEL_NOTICE_KEY) for k in keys if k.startswith(MODEL_NOTICE_KEY)]
         settings = self.services.settings
         if models and models[-1] != settings.ui.dismissed_model_notice:
-            kept = dataclasses.replace(settings, ui=dataclasses.replace(settings.ui, dismissed_model_notice=models[-1]))
+            kept = dataclasses.replace(
+                settings, ui=dataclasses.replace(settings.ui, dismissed_model_notice=models[-1])
+            )
             self.tasks.start(self.services.save_settings(kept), "remember the dismissed notice")
 
     def _on_download_failed(self, _key: str, message: str) -> None:
@@ -561,7 +622,9 @@ class MainWindow(QMainWindow):
         return self.tasks.start(self._open_setup(), "open the setup")
 
     async def _open_setup(self) -> SetupDialog:
-        module = await run_blocking(importlib.import_module, "app.ui.setup_dialog", name="import the setup")
+        module = await run_blocking(
+            importlib.import_module, "app.ui.setup_dialog", name="import the setup"
+        )
         from app.llm.starter import starter_model_path  # imported with the dialog
 
         starter = await run_blocking(starter_model_path, name="look for the starter model")
@@ -586,7 +649,9 @@ class MainWindow(QMainWindow):
             if app is not None:
                 apply_theme(app, settings.ui.theme)
         self.statusBar().showMessage("Settings saved.", 5000)
-        self.tasks.start(self.library_controller.use_settings(settings), "apply the library settings")
+        self.tasks.start(
+            self.library_controller.use_settings(settings), "apply the library settings"
+        )
 
     # -- drag and drop anywhere on the window -----------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
@@ -608,7 +673,9 @@ class MainWindow(QMainWindow):
     def _on_task_error(self, name: str, exc: BaseException) -> None:
         text = str(exc) if isinstance(exc, FathomError) else f"{type(exc).__name__}: {exc}"
         self.errors.append(f"{name}: {text}")
-        if self._closing:  # a task that ended after the window closed: its widgets may be gone (it is logged)
+        if (
+            self._closing
+        ):  # a task that ended after the window closed: its widgets may be gone (it is logged)
             return
         self.statusBar().showMessage(f"{name} failed: {text}", 10000)
         show_error(self, f"{name.capitalize()} failed", text)
@@ -654,7 +721,9 @@ def read_window_state(path: Path) -> WindowState | None:
         if state.get("version") != WINDOW_STATE_VERSION:
             return None
         columns = tuple(float(share) for share in state.get("columns", ()))
-        if columns and (len(columns) != len(COLUMN_SHARES) or min(columns) < 0 or sum(columns) <= 0):
+        if columns and (
+            len(columns) != len(COLUMN_SHARES) or min(columns) < 0 or sum(columns) <= 0
+        ):
             columns = ()  # not this window's columns: they open as usual
         return WindowState(base64.b64decode(state["geometry"], validate=True), columns)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

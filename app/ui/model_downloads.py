@@ -47,7 +47,9 @@ class Transfer:
 
         parts = [self.label]
         if self.total:
-            parts.append(f"{self.done / 1024**3:.2f} of {self.total / 1024**3:.2f} GB ({self.percent}%)")
+            parts.append(
+                f"{self.done / 1024**3:.2f} of {self.total / 1024**3:.2f} GB ({self.percent}%)"
+            )
         if self.speed_bps:
             parts.append(f"{self.speed_bps / 1024**2:.1f} MB/s")
         if self.eta_s is not None:
@@ -100,9 +102,13 @@ class ModelDownloads(QObject):
         cancel = threading.Event()
         self._cancels[entry.id] = cancel
         self._show(Transfer(entry.id, entry.name, 0, entry.size_bytes, status="starting"))
-        return self._tasks.start(self._download(entry, cancel, use_when_done), f"download {entry.name}")
+        return self._tasks.start(
+            self._download(entry, cancel, use_when_done), f"download {entry.name}"
+        )
 
-    async def _download(self, entry: CatalogEntry, cancel: threading.Event, use_when_done: bool) -> None:
+    async def _download(
+        self, entry: CatalogEntry, cancel: threading.Event, use_when_done: bool
+    ) -> None:
         from app.model_files.download import DownloadCancelled, DownloadProgress, download_file
 
         loop = asyncio.get_running_loop()
@@ -114,7 +120,9 @@ class ModelDownloads(QObject):
             if now - last[0] < 0.1 and p.done < p.total:
                 return
             last[0] = now
-            transfer = Transfer(entry.id, entry.name, p.done, p.total or entry.size_bytes, p.speed_bps, p.eta_s)
+            transfer = Transfer(
+                entry.id, entry.name, p.done, p.total or entry.size_bytes, p.speed_bps, p.eta_s
+            )
             loop.call_soon_threadsafe(self._show, transfer)
 
         try:
@@ -150,7 +158,9 @@ class ModelDownloads(QObject):
         if self.busy(key):
             return None
         self._show(Transfer(key, f"Ollama: {name}", status="starting"))
-        task = self._tasks.start(self._pull(host, name, key, use_when_done), f"pull {name} with Ollama")
+        task = self._tasks.start(
+            self._pull(host, name, key, use_when_done), f"pull {name} with Ollama"
+        )
         self._pulls[key] = task
         return task
 
@@ -207,7 +217,11 @@ class ModelDownloads(QObject):
         return " Research now uses it."
 
     def _show(self, transfer: Transfer) -> None:
-        if transfer.key in self._cancels or transfer.key in self._pulls or transfer.status == "starting":
+        if (
+            transfer.key in self._cancels
+            or transfer.key in self._pulls
+            or transfer.status == "starting"
+        ):
             self.latest[transfer.key] = transfer
             self.progress.emit(transfer)
 

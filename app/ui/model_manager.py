@@ -72,7 +72,9 @@ def _gb(size: int) -> str:
     return f"{size / 1024**3:.1f} GB" if size else ""
 
 
-def build_inventory(services_settings: Settings, services: Services, ollama: list[OllamaModelInfo] | None) -> Inventory:
+def build_inventory(
+    services_settings: Settings, services: Services, ollama: list[OllamaModelInfo] | None
+) -> Inventory:
     """The list (blocking: reads GGUF headers, the catalog file, the machine's memory)."""
     from app.model_files.catalog import load_catalog
     from app.model_files.machine_fit import measure_machine
@@ -81,7 +83,9 @@ def build_inventory(services_settings: Settings, services: Services, ollama: lis
     paths = services.paths
     catalog = load_catalog(services_settings.models.catalog, cache_dir=paths.cache_dir)
     machine = measure_machine(
-        paths.models_dir, cache_dir=paths.cache_dir, threads=services_settings.model.llamacpp.n_threads
+        paths.models_dir,
+        cache_dir=paths.cache_dir,
+        threads=services_settings.model.llamacpp.n_threads,
     )
     rows = list_models(services_settings, paths, catalog, machine, ollama=ollama)
     return Inventory(rows, catalog, machine, ollama is not None)
@@ -93,7 +97,11 @@ class ModelManagerDialog(QDialog):
     saved = Signal(object)  # Settings, after "Use for research" or a removal changed them
 
     def __init__(
-        self, services: Services, downloads: ModelDownloads, tasks: TaskKeeper, parent: QWidget | None = None
+        self,
+        services: Services,
+        downloads: ModelDownloads,
+        tasks: TaskKeeper,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("modelManager")
@@ -138,7 +146,9 @@ class ModelManagerDialog(QDialog):
         self.progress_label.setObjectName("downloadText")
         self.cancel_button = QPushButton("Cancel download")
         self.cancel_button.setObjectName("cancelDownload")
-        self.cancel_button.setToolTip("Stop; what is downloaded is kept and the next download resumes from it")
+        self.cancel_button.setToolTip(
+            "Stop; what is downloaded is kept and the next download resumes from it"
+        )
         self.cancel_button.clicked.connect(self.cancel_selected_transfer)
         progress_row = QHBoxLayout()
         progress_row.addWidget(self.progress, 1)
@@ -168,12 +178,19 @@ class ModelManagerDialog(QDialog):
         )
         self.add_file_button.clicked.connect(self.choose_model_file)
         self.refresh_button = QPushButton("Refresh")
-        self.refresh_button.setToolTip("Look at the model folders and Ollama again (and fetch a catalog URL)")
+        self.refresh_button.setToolTip(
+            "Look at the model folders and Ollama again (and fetch a catalog URL)"
+        )
         self.refresh_button.clicked.connect(lambda: self.refresh(fetch_catalog=True))
         close = QPushButton("Close")
         close.clicked.connect(self.close)
         buttons = QHBoxLayout()
-        for button in (self.use_button, self.download_use_button, self.download_button, self.pull_button):
+        for button in (
+            self.use_button,
+            self.download_use_button,
+            self.download_button,
+            self.pull_button,
+        ):
             buttons.addWidget(button)
         buttons.addWidget(self.remove_button)
         buttons.addWidget(self.add_file_button)
@@ -205,7 +222,9 @@ class ModelManagerDialog(QDialog):
             await self._fetch_catalog(settings)
         ollama = await ollama_models_if_running(settings.model.ollama.host)
         try:
-            inventory = await run_blocking(build_inventory, settings, self._services, ollama, name="list the models")
+            inventory = await run_blocking(
+                build_inventory, settings, self._services, ollama, name="list the models"
+            )
         except (FathomError, OSError) as exc:
             self.message.setText(f"The models could not be listed: {exc}")
             return
@@ -218,7 +237,9 @@ class ModelManagerDialog(QDialog):
             return
         try:
             await run_blocking(
-                lambda: refresh_catalog(settings.models.catalog, cache_dir=self._services.paths.cache_dir),
+                lambda: refresh_catalog(
+                    settings.models.catalog, cache_dir=self._services.paths.cache_dir
+                ),
                 name="fetch the model catalog",
             )
         except FathomError as exc:
@@ -235,7 +256,9 @@ class ModelManagerDialog(QDialog):
         self.table.setRowCount(len(inventory.rows))
         for index, row in enumerate(inventory.rows):
             self._fill(index, row)
-        keep = next((i for i, r in enumerate(inventory.rows) if selected and r.key == selected.key), None)
+        keep = next(
+            (i for i, r in enumerate(inventory.rows) if selected and r.key == selected.key), None
+        )
         if keep is None:
             keep = next((i for i, r in enumerate(inventory.rows) if r.recommended), 0)
         if inventory.rows:
@@ -243,7 +266,11 @@ class ModelManagerDialog(QDialog):
         self._selection_changed()
 
     def _fill(self, index: int, row: ModelRow) -> None:
-        name = row.name + ("  — in use" if row.in_use else "") + ("  — recommended" if row.recommended else "")
+        name = (
+            row.name
+            + ("  — in use" if row.in_use else "")
+            + ("  — recommended" if row.recommended else "")
+        )
         thinks = "yes" if row.reasoning else ("?" if row.reasoning is None else "no")
         cells = (
             name,
@@ -297,7 +324,9 @@ class ModelManagerDialog(QDialog):
         ollama_running = self.inventory is not None and self.inventory.ollama_running
         busy = row is not None and self._downloads.busy(row.key)
         pull_key = f"ollama:{row.ollama_tag}" if row is not None and row.ollama_tag else ""
-        self.use_button.setEnabled(row is not None and row.installed and row.chat and not row.in_use)
+        self.use_button.setEnabled(
+            row is not None and row.installed and row.chat and not row.in_use
+        )
         downloadable = row is not None and row.source == "catalog" and not busy
         self.download_button.setEnabled(downloadable)
         self.download_use_button.setEnabled(downloadable)
@@ -312,13 +341,18 @@ class ModelManagerDialog(QDialog):
         if row is None:
             self.detail.setText("")
             return
-        lines = [row.why, f"Fits this machine: {row.fit.verdict} — {row.fit.reason}" if row.fit.reason else ""]
+        lines = [
+            row.why,
+            f"Fits this machine: {row.fit.verdict} — {row.fit.reason}" if row.fit.reason else "",
+        ]
         if row.path:
             lines.append(f"File: {row.path}")
         if row.problem:
             lines.append(f"Problem: {row.problem}")
         self.detail.setText("\n".join(line for line in lines if line))
-        self._show_progress(self._downloads.latest.get(row.key) or self._downloads.latest.get(pull_key))
+        self._show_progress(
+            self._downloads.latest.get(row.key) or self._downloads.latest.get(pull_key)
+        )
 
     # -- actions -----------------------------------------------------------------------
 
@@ -343,11 +377,16 @@ class ModelManagerDialog(QDialog):
 
     def choose_model_file(self) -> None:
         """Pick a GGUF file, then choose to copy it into Fathom's models folder or link it."""
-        name, _ = QFileDialog.getOpenFileName(self, "Add a GGUF model file", "", "GGUF models (*.gguf);;All files (*)")
+        name, _ = QFileDialog.getOpenFileName(
+            self, "Add a GGUF model file", "", "GGUF models (*.gguf);;All files (*)"
+        )
         if not name:
             return
         box = QMessageBox(
-            QMessageBox.Icon.Question, "Add a model file", f"Add {Path(name).name} to Fathom's models?", parent=self
+            QMessageBox.Icon.Question,
+            "Add a model file",
+            f"Add {Path(name).name} to Fathom's models?",
+            parent=self,
         )
         box.setObjectName("copyOrLink")
         box.setInformativeText(
@@ -361,7 +400,9 @@ class ModelManagerDialog(QDialog):
 
         def chosen(button: object) -> None:
             if button in (copy, link):
-                self._tasks.start(self.add_model_file(Path(name), link=button is link), "add a model file")
+                self._tasks.start(
+                    self.add_model_file(Path(name), link=button is link), "add a model file"
+                )
 
         box.buttonClicked.connect(chosen)
         box.open()
@@ -372,7 +413,9 @@ class ModelManagerDialog(QDialog):
 
         self.message.setText(f"{'Linking' if link else 'Copying'} {path.name}…")
         try:
-            adding = functools.partial(add_model_file, path, self._services.paths.models_dir, link=link)
+            adding = functools.partial(
+                add_model_file, path, self._services.paths.models_dir, link=link
+            )
             added = await run_blocking(adding, name="add a model file")
         except (FathomError, OSError) as exc:
             self.message.setText(f"{path.name} was not added: {exc}")
@@ -403,7 +446,9 @@ class ModelManagerDialog(QDialog):
         if row is None or not row.ollama_tag:
             return
         self.message.setText(f"Ollama is pulling {row.ollama_tag}.")
-        self._downloads.pull(self._services.settings.model.ollama.host, row.ollama_tag, use_when_done=False)
+        self._downloads.pull(
+            self._services.settings.model.ollama.host, row.ollama_tag, use_when_done=False
+        )
         self._selection_changed()
 
     def cancel_selected_transfer(self) -> None:
@@ -432,7 +477,11 @@ class ModelManagerDialog(QDialog):
         return box
 
     async def remove(self, row: ModelRow) -> None:
-        from app.model_files.model_inventory import delete_model_file, removable_file, settings_without
+        from app.model_files.model_inventory import (
+            delete_model_file,
+            removable_file,
+            settings_without,
+        )
 
         try:
             if row.source == "ollama":
@@ -456,7 +505,11 @@ class ModelManagerDialog(QDialog):
 
     def _on_progress(self, transfer: Transfer) -> None:
         row = self.selected_row()
-        if row is None or transfer.key in (row.key, f"ollama:{row.ollama_tag}") or len(self._downloads.running()) == 1:
+        if (
+            row is None
+            or transfer.key in (row.key, f"ollama:{row.ollama_tag}")
+            or len(self._downloads.running()) == 1
+        ):
             self._show_progress(transfer)
 
     def _show_progress(self, transfer: Transfer | None) -> None:
@@ -476,5 +529,7 @@ class ModelManagerDialog(QDialog):
 
     def _on_failed(self, key: str, message: str) -> None:
         self._show_progress(None)
-        self.message.setText(message or "Download cancelled; what was downloaded is kept and the next one resumes.")
+        self.message.setText(
+            message or "Download cancelled; what was downloaded is kept and the next one resumes."
+        )
         self._selection_changed()

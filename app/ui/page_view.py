@@ -41,7 +41,9 @@ def page_picture(path: str, page: int, width_px: int, quote: str = "") -> QImage
     """The page rendered and decoded (blocks: call it off the GUI loop)."""
     image = QImage.fromData(render_page(path, page, width_px, quote))
     if image.isNull():
-        raise PageImageError(f"The picture of page {page} of {Path(path).name} could not be decoded.")
+        raise PageImageError(
+            f"The picture of page {page} of {Path(path).name} could not be decoded."
+        )
     return image
 
 
@@ -63,7 +65,9 @@ class PageView(QScrollArea):
         self.setWidget(self.label)
         self.setWidgetResizable(True)
         self.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # arrow keys and Page Up/Down scroll the page
+        self.setFocusPolicy(
+            Qt.FocusPolicy.StrongFocus
+        )  # arrow keys and Page Up/Down scroll the page
 
     def set_source(self, request: PageRequest | None) -> None:
         """Show ``request`` next (nothing is read yet); a render still running is dropped."""
@@ -81,7 +85,9 @@ class PageView(QScrollArea):
             return None
         self._loaded = self.request
         self._show_message(f"Rendering page {self.request.page}…")
-        self.task = self._tasks.start(self._load(self.request, self._request_width()), "render the cited page")
+        self.task = self._tasks.start(
+            self._load(self.request, self._request_width()), "render the cited page"
+        )
         return self.task
 
     def picture(self) -> QImage | None:
@@ -96,14 +102,24 @@ class PageView(QScrollArea):
     async def _load(self, request: PageRequest, width: int) -> None:
         try:
             image = await run_blocking(
-                page_picture, request.path, request.page, width, request.quote, name="render the cited page"
+                page_picture,
+                request.path,
+                request.page,
+                width,
+                request.quote,
+                name="render the cited page",
             )
         except PageImageError as exc:
             self._fail(request, str(exc))
             return
-        except Exception as exc:  # never let a bad file break the viewer: say so in place of the picture
+        except (
+            Exception
+        ) as exc:  # never let a bad file break the viewer: say so in place of the picture
             log.warning("rendering page %s of %s failed", request.page, request.path, exc_info=exc)
-            self._fail(request, f"Page {request.page} cannot be shown ({exc}). Open the original to read it.")
+            self._fail(
+                request,
+                f"Page {request.page} cannot be shown ({exc}). Open the original to read it.",
+            )
             return
         if request != self.request:  # another source was opened meanwhile
             return

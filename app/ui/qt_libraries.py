@@ -96,7 +96,9 @@ def missing_packages_message(
     # QT_PLUGIN_PATH to the bundle's own plugins, which are the ones checked here.
     own = plugins_dir.parent.resolve()
     elsewhere = [entry for entry in env.get("QT_PLUGIN_PATH", "").split(os.pathsep) if entry]
-    if env.get("QT_QPA_PLATFORM_PLUGIN_PATH") or any(Path(entry).resolve() != own for entry in elsewhere):
+    if env.get("QT_QPA_PLATFORM_PLUGIN_PATH") or any(
+        Path(entry).resolve() != own for entry in elsewhere
+    ):
         return None
     missing: list[str] = []
     for name in platforms_to_try(env):
@@ -178,7 +180,9 @@ def ldd_not_found(library: Path) -> list[str]:
     env = dict(os.environ)
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle is not None:  # the frozen program's own libraries are found there
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (bundle, env.get("LD_LIBRARY_PATH", "")) if p)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (bundle, env.get("LD_LIBRARY_PATH", "")) if p
+        )
     try:
         out = subprocess.run(
             ["ldd", str(library)], env=env, capture_output=True, text=True, timeout=20, check=False

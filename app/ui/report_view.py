@@ -82,7 +82,10 @@ class ReportView(QTextBrowser):
         so its citation links take the new palette's link colour (a document keeps the
         colours it was rendered with)."""
         super().changeEvent(event)
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self._markdown:
+        if (
+            event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+            and self._markdown
+        ):
             self._dirty = True
             self._flush()
 
@@ -160,7 +163,9 @@ class ReportView(QTextBrowser):
         self._dirty = True
         self._schedule()
 
-    def mark_citation(self, number: int, supported: bool | None, note: str = "", sentence: str = "") -> None:
+    def mark_citation(
+        self, number: int, supported: bool | None, note: str = "", sentence: str = ""
+    ) -> None:
         """The checker's verdict on citation ``number`` of ``sentence`` (its claim, as
         :class:`Citation` has it), while the report is checked: the sentence gets its
         flag as the finished report will have it."""
@@ -170,7 +175,11 @@ class ReportView(QTextBrowser):
 
     def unsupported_citations(self) -> dict[int, str]:
         """The numbers struck out somewhere, with why (tests, the status line)."""
-        flagged = {c.number: c.note or UNSUPPORTED_TIP for c in self._checked.values() if c.supported is False}
+        flagged = {
+            c.number: c.note or UNSUPPORTED_TIP
+            for c in self._checked.values()
+            if c.supported is False
+        }
         if self._known is not None:
             for n in cited_numbers(self._markdown):
                 if n not in self._known:
@@ -216,7 +225,9 @@ class ReportView(QTextBrowser):
         doc = self.document()
         cursor = QTextCursor(doc)
         cursor.beginEditBlock()  # one layout for all the citations, not one each
-        spans: dict[int, list[tuple[int, int, frozenset[int]]]] = {}  # block → its flagged sentences
+        spans: dict[
+            int, list[tuple[int, int, frozenset[int]]]
+        ] = {}  # block → its flagged sentences
         for position, length, fmt in list(fragments(doc)):
             number = citation_number(fmt.anchorHref()) if fmt.isAnchor() else None
             if number is None:
@@ -225,7 +236,10 @@ class ReportView(QTextBrowser):
             if block.blockNumber() not in spans:
                 spans[block.blockNumber()] = flagged_spans(block.text())
             offset = position - block.position()
-            flagged = any(start <= offset < end and number in ns for start, end, ns in spans[block.blockNumber()])
+            flagged = any(
+                start <= offset < end and number in ns
+                for start, end, ns in spans[block.blockNumber()]
+            )
             unknown = self._known is not None and number not in self._known
             cursor.setPosition(position)
             cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
@@ -233,7 +247,9 @@ class ReportView(QTextBrowser):
             if flagged or unknown:
                 extra.setForeground(unsupported_colour())
                 extra.setFontStrikeOut(True)
-                why = notes.get(number, UNSUPPORTED_TIP) if flagged else "No source with this number."
+                why = (
+                    notes.get(number, UNSUPPORTED_TIP) if flagged else "No source with this number."
+                )
                 extra.setToolTip(plain_tooltip(f"Unsupported citation [{number}]: {why}"))
             else:
                 extra.setToolTip(f"Show source [{number}]")

@@ -50,7 +50,9 @@ class ResearchPanel(QWidget):
     runRequested = Signal()
     stopRequested = Signal()
 
-    def __init__(self, model: ResearchTreeModel, defaults: ResearchSettings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, model: ResearchTreeModel, defaults: ResearchSettings, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.tree_model = model
         self._collections: list[str] = []
@@ -62,7 +64,9 @@ class ResearchPanel(QWidget):
         title.setObjectName("panelTitle")
         self.question = QuestionEdit()
         self.question.setObjectName("question")
-        self.question.setPlaceholderText("Ask a question about your documents…  (Ctrl+Enter runs, Esc stops)")
+        self.question.setPlaceholderText(
+            "Ask a question about your documents…  (Ctrl+Enter runs, Esc stops)"
+        )
         self.question.setMaximumHeight(84)
 
         self.mode = QComboBox()
@@ -87,8 +91,12 @@ class ResearchPanel(QWidget):
 
         self.rounds = _spin(1, 20, defaults.max_rounds, "Most research rounds")
         self.subqueries = _spin(1, 16, defaults.max_subqueries, "Most sub-queries per round")
-        self.max_tokens = _spin(1_000, 2_000_000, defaults.max_tokens, "Most tokens the run may spend", step=5_000)
-        self.max_minutes = _spin(1, 240, max(1, round(defaults.max_seconds / 60)), "Most minutes the run may take")
+        self.max_tokens = _spin(
+            1_000, 2_000_000, defaults.max_tokens, "Most tokens the run may spend", step=5_000
+        )
+        self.max_minutes = _spin(
+            1, 240, max(1, round(defaults.max_seconds / 60)), "Most minutes the run may take"
+        )
         self.top_k = _spin(1, 50, defaults.top_k, "Chunks retrieved per search")
         self._defaults = defaults
 
@@ -122,10 +130,14 @@ class ResearchPanel(QWidget):
         self.follow_up_bar.hide()
         self.follows = ""  # the run a follow-up continues ("" for a new question)
         self._running = False
-        self._followable: tuple[str, str] | None = None  # (latest run id, question) of the thread shown
+        self._followable: tuple[str, str] | None = (
+            None  # (latest run id, question) of the thread shown
+        )
 
         form = QFormLayout()
-        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # narrow: fields under their labels
+        form.setRowWrapPolicy(
+            QFormLayout.RowWrapPolicy.WrapLongRows
+        )  # narrow: fields under their labels
         row = QHBoxLayout()
         row.addWidget(self.mode)
         row.addWidget(QLabel("in"))
@@ -133,7 +145,11 @@ class ResearchPanel(QWidget):
         form.addRow("Mode", row)
         form.addRow("", self.mode_help)
         budget = QHBoxLayout()
-        for label, spin in (("rounds", self.rounds), ("queries", self.subqueries), ("top-k", self.top_k)):
+        for label, spin in (
+            ("rounds", self.rounds),
+            ("queries", self.subqueries),
+            ("top-k", self.top_k),
+        ):
             budget.addWidget(spin)
             budget.addWidget(QLabel(label))
         budget.addStretch(1)
@@ -159,15 +175,21 @@ class ResearchPanel(QWidget):
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.tree.header().setStretchLastSection(False)
-        self.tree.header().resizeSection(1, 120)  # the step (indented, with its mark) keeps the rest
+        self.tree.header().resizeSection(
+            1, 120
+        )  # the step (indented, with its mark) keeps the rest
         self.tree.header().resizeSection(2, 110)
         self.tree_model.rowsInserted.connect(self._expand_new)
-        self.tree_model.modelReset.connect(self._clear_detail)  # a new run (or one reopened): nothing selected
+        self.tree_model.modelReset.connect(
+            self._clear_detail
+        )  # a new run (or one reopened): nothing selected
         self.tree.selectionModel().currentChanged.connect(self._show_detail)
         self.detail = QPlainTextEdit()
         self.detail.setObjectName("nodeDetail")
         self.detail.setReadOnly(True)
-        self.detail.setPlaceholderText("Select a node to read its full text, the model's reasoning or a chunk.")
+        self.detail.setPlaceholderText(
+            "Select a node to read its full text, the model's reasoning or a chunk."
+        )
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.tree)
         split.addWidget(self.detail)
@@ -198,7 +220,9 @@ class ResearchPanel(QWidget):
             self.top_k,
         ):
             widget.setEnabled(not running)
-        self.follow_up_button.setEnabled(not running and self._followable is not None and not self.follows)
+        self.follow_up_button.setEnabled(
+            not running and self._followable is not None and not self.follows
+        )
         self.new_question_button.setEnabled(not running)
 
     # -- follow-ups -------------------------------------------------------
@@ -224,7 +248,9 @@ class ResearchPanel(QWidget):
 
     def _set_follows(self, run_id: str, question: str = "") -> None:
         self.follows = run_id
-        self.follow_up_label.setText(f"Follow-up to: {' '.join(question.split())}" if run_id else "")
+        self.follow_up_label.setText(
+            f"Follow-up to: {' '.join(question.split())}" if run_id else ""
+        )
         self.follow_up_bar.setVisible(bool(run_id))
         self.question.setPlaceholderText(
             "Ask a follow-up question…  (Ctrl+Enter runs)"
@@ -232,7 +258,9 @@ class ResearchPanel(QWidget):
             else "Ask a question about your documents…  (Ctrl+Enter runs, Esc stops)"
         )
         self.run_button.setText("Ask follow-up" if run_id else "Run")
-        self.follow_up_button.setEnabled(self._followable is not None and not run_id and not self._running)
+        self.follow_up_button.setEnabled(
+            self._followable is not None and not run_id and not self._running
+        )
 
     def set_stopping(self) -> None:
         """Stop was asked for: the run is ending (saving what it found); not twice."""
@@ -244,7 +272,9 @@ class ResearchPanel(QWidget):
         self.scope_menu.clear()
         self._scope_actions.clear()
         for collection in collections:
-            action = QAction(f"{collection.name} ({collection.documents} documents)", self.scope_menu)
+            action = QAction(
+                f"{collection.name} ({collection.documents} documents)", self.scope_menu
+            )
             action.setCheckable(True)
             action.setChecked(collection.name in checked)
             action.setData(collection.name)
@@ -296,7 +326,9 @@ class ResearchPanel(QWidget):
         return str(self.mode.currentData())
 
     def scope(self) -> Scope:
-        return Scope(tuple(name for name, action in self._scope_actions.items() if action.isChecked()))
+        return Scope(
+            tuple(name for name, action in self._scope_actions.items() if action.isChecked())
+        )
 
     def budget(self) -> Budget:
         return budget_from(

@@ -45,7 +45,13 @@ CLOCK_MS = 500  # how often the elapsed time of a running run is shown again
 LOADING = "Loading the model…"
 ADD_DOCUMENTS = "Drop a folder or files on the window, or use “Add folder…” in the Library."
 
-_STATES = {"idle": "Ready", "running": "Running…", "finished": "Finished", "cancelled": "Stopped", "failed": "Failed"}
+_STATES = {
+    "idle": "Ready",
+    "running": "Running…",
+    "finished": "Finished",
+    "cancelled": "Stopped",
+    "failed": "Failed",
+}
 
 
 class RunController(QObject):
@@ -56,13 +62,23 @@ class RunController(QObject):
     stateText = Signal(str)  # what the run is doing, in a few words
     counters = Signal(str, str)  # tokens, elapsed time ("" when idle)
     problem = Signal(str)  # a problem to keep on screen (cannot run, the run failed)
-    modelNotice = Signal(str, str)  # what to know of the model (the starter's roughness), the model it is of
+    modelNotice = Signal(
+        str, str
+    )  # what to know of the model (the starter's roughness), the model it is of
     message = Signal(str, int)  # a passing status message and how long to show it (ms)
     modelName = Signal(str)
     historyChanged = Signal(list)  # list[RunSummary]
-    runOpened = Signal(object)  # a past run is shown: its RunStarted (question, mode, scope, budget), or None
+    runOpened = Signal(
+        object
+    )  # a past run is shown: its RunStarted (question, mode, scope, budget), or None
 
-    def __init__(self, services: Services, presenter: RunPresenter, tasks: TaskKeeper, parent: QObject | None = None):
+    def __init__(
+        self,
+        services: Services,
+        presenter: RunPresenter,
+        tasks: TaskKeeper,
+        parent: QObject | None = None,
+    ):
         super().__init__(parent)
         self.services = services
         self.presenter = presenter
@@ -88,7 +104,9 @@ class RunController(QObject):
     def running(self) -> bool:
         return self._run_task is not None and not self._run_task.done()
 
-    def start(self, question: str, mode: str, scope: Any, budget: Any, follows: str = "") -> asyncio.Task[Any] | None:
+    def start(
+        self, question: str, mode: str, scope: Any, budget: Any, follows: str = ""
+    ) -> asyncio.Task[Any] | None:
         """Start a run (None while one runs); ``runningChanged(True)`` is emitted at once.
         ``follows``: the run it is a follow-up question of (the thread shown stays)."""
         if self.running:
@@ -97,10 +115,14 @@ class RunController(QObject):
         self._stopping = False
         if not follows:
             self.presenter.reset()
-        self._run_task = self.tasks.start(self._run(question, mode, scope, budget, follows), "research run")
+        self._run_task = self.tasks.start(
+            self._run(question, mode, scope, budget, follows), "research run"
+        )
         return self._run_task
 
-    async def _run(self, question: str, mode: str, scope: Any, budget: Any, follows: str = "") -> None:
+    async def _run(
+        self, question: str, mode: str, scope: Any, budget: Any, follows: str = ""
+    ) -> None:
         services = self.services
         self._clock.start()
         stream: AsyncIterator[ResearchEvent] | None = None
@@ -112,7 +134,9 @@ class RunController(QObject):
                 except FathomError as exc:
                     self.problem.emit(str(exc))
                     return
-            if (empty := await self._nothing_to_search(scope)) is not None:  # before any model loads
+            if (
+                empty := await self._nothing_to_search(scope)
+            ) is not None:  # before any model loads
                 self.problem.emit(f"Add documents first: {empty} {ADD_DOCUMENTS}")
                 return
             self.stateText.emit(LOADING)
@@ -130,7 +154,8 @@ class RunController(QObject):
             if services.model_notice:
                 model = services.model
                 self.modelNotice.emit(
-                    services.model_notice, str(getattr(model, "model_path", "") or getattr(model, "model_name", ""))
+                    services.model_notice,
+                    str(getattr(model, "model_path", "") or getattr(model, "model_name", "")),
                 )
             self.modelName.emit(getattr(services.model, "model_name", ""))
             stream = engine.run(
@@ -165,7 +190,9 @@ class RunController(QObject):
         library = self.services.library
         if library is None:
             return None
-        engine = await run_blocking(importlib.import_module, "app.research.engine", name="import the research engine")
+        engine = await run_blocking(
+            importlib.import_module, "app.research.engine", name="import the research engine"
+        )
         problem: str | None = await engine.empty_scope_problem(library, scope)
         return problem
 
@@ -207,10 +234,14 @@ class RunController(QObject):
         elif shown.state != "idle" or self.services.library is not None:
             stopped_early = shown.state == "finished" and shown.stop_reason not in ("", "completed")
             self.stateText.emit(
-                f"Finished ({shown.stop_reason})" if stopped_early else _STATES.get(shown.state, shown.state)
+                f"Finished ({shown.stop_reason})"
+                if stopped_early
+                else _STATES.get(shown.state, shown.state)
             )
         idle = shown.state == "idle"
-        self.counters.emit("" if idle else f"{shown.tokens:,} tokens", "" if idle else duration(shown.elapsed()))
+        self.counters.emit(
+            "" if idle else f"{shown.tokens:,} tokens", "" if idle else duration(shown.elapsed())
+        )
 
     # -- history ----------------------------------------------------------
     async def refresh_history(self) -> None:
@@ -225,7 +256,9 @@ class RunController(QObject):
         """Show a recorded run exactly as its events describe it: with its follow-ups,
         the whole thread it belongs to."""
         thread = await self.services.history.read_thread(run_id)
-        research = [e for stored in thread for e in stored.replay_events()]  # with a note when some were unreadable
+        research = [
+            e for stored in thread for e in stored.replay_events()
+        ]  # with a note when some were unreadable
         self.presenter.replay(research)
         started = next((e for e in research if isinstance(e, RunStarted)), None)
         if not any(isinstance(e, (Finished, Failed)) for e in research):
@@ -286,7 +319,9 @@ class RunController(QObject):
         library = self.services.library
         if library is None:
             return [chunk]
-        numbers = range(max(0, chunk.chunk_no - CONTEXT_CHUNKS), chunk.chunk_no + CONTEXT_CHUNKS + 1)
+        numbers = range(
+            max(0, chunk.chunk_no - CONTEXT_CHUNKS), chunk.chunk_no + CONTEXT_CHUNKS + 1
+        )
         try:
             found = await library.get_chunks([make_chunk_id(chunk.doc_id, n) for n in numbers])
         except FathomError as exc:

@@ -61,7 +61,9 @@ class RunPresenter(QObject):
     noticed = Signal(str)
     tableReady = Signal()
 
-    def __init__(self, model: ResearchTreeModel, report: ReportView, table: EntityTableView) -> None:
+    def __init__(
+        self, model: ResearchTreeModel, report: ReportView, table: EntityTableView
+    ) -> None:
         super().__init__(model)
         self.model = model
         self.report_view = report
@@ -91,7 +93,9 @@ class RunPresenter(QObject):
         self.evidence: dict[int, Evidence] = {}
         self.report: Report | None = None
         self.table: EntityTable | None = None
-        self.steps: list[tuple[str, str, Report]] = []  # the thread shown: (run id, question, report)
+        self.steps: list[
+            tuple[str, str, Report]
+        ] = []  # the thread shown: (run id, question, report)
         self.asking = ""  # the question of the run being fed (a follow-up's own)
         self.following = False  # the run being fed is a follow-up of the thread shown
         self._dirty = False
@@ -125,7 +129,9 @@ class RunPresenter(QObject):
             self.report_view.clear_report()
             if self.following:  # the earlier answers stay above the one being written
                 earlier, _ = split_report(thread_markdown([(q, r) for _, q, r in self.steps]))
-                self.report_view.append_markdown(f"{earlier.rstrip()}\n\n{section_heading(self.asking)}\n\n")
+                self.report_view.append_markdown(
+                    f"{earlier.rstrip()}\n\n{section_heading(self.asking)}\n\n"
+                )
         elif isinstance(event, ReportDelta):
             self.report_view.append_markdown(event.text)
         elif isinstance(event, EvidenceAdded):

@@ -26,7 +26,9 @@ def no_links(_href: str) -> bool:
     return False
 
 
-def set_untrusted_markdown(doc: QTextDocument, markdown: str, keep_link: Callable[[str], bool] = no_links) -> int:
+def set_untrusted_markdown(
+    doc: QTextDocument, markdown: str, keep_link: Callable[[str], bool] = no_links
+) -> int:
     """Parse already neutralised ``markdown`` into ``doc`` safely; returns what :func:`defuse` removed."""
     doc.setMarkdown(markdown, SAFE_MARKDOWN)
     return defuse(doc, keep_link)

@@ -61,7 +61,12 @@ def _warm_first_run() -> None:
             log.info("could not preload %s: %s", name, exc)
 
 
-PROBE_MODULES = ("app.llm.factory", "app.llm.keys", "app.llm.ollama_backend", "app.llm.openai_backend")
+PROBE_MODULES = (
+    "app.llm.factory",
+    "app.llm.keys",
+    "app.llm.ollama_backend",
+    "app.llm.openai_backend",
+)
 
 
 def _preload(modules: tuple[str, ...]) -> None:
@@ -76,7 +81,9 @@ def _preload(modules: tuple[str, ...]) -> None:
 class Services:
     """Settings, paths and the lazily loaded library, model and engine."""
 
-    def __init__(self, settings: Settings, paths: AppPaths, startup_lock: InstanceLock | None = None) -> None:
+    def __init__(
+        self, settings: Settings, paths: AppPaths, startup_lock: InstanceLock | None = None
+    ) -> None:
         self.settings = settings
         self._startup_lock = startup_lock
         self.paths = paths
@@ -93,7 +100,9 @@ class Services:
     # -- settings ---------------------------------------------------------
     async def save_settings(self, settings: Settings) -> None:
         """Write ``settings`` to the settings file (off the loop), then use them."""
-        await run_blocking(save_settings, settings, self.paths.settings_file, name="write the settings file")
+        await run_blocking(
+            save_settings, settings, self.paths.settings_file, name="write the settings file"
+        )
         model_changed = settings.model != self.settings.model
         self.settings = settings
         if model_changed:
@@ -172,7 +181,9 @@ class Services:
         model: ChatModel = made
         self.model = model
         self.model_error = ""
-        self.model_notice = await run_blocking(self._starter_notice, made, name="read the starter model's notice")
+        self.model_notice = await run_blocking(
+            self._starter_notice, made, name="read the starter model's notice"
+        )
         return model
 
     @staticmethod
@@ -208,7 +219,9 @@ class Services:
             return self._engine
         library = await self.open_library()
         model = await self.open_model()
-        await run_blocking(importlib.import_module, "app.research.engine", name="import the research engine")
+        await run_blocking(
+            importlib.import_module, "app.research.engine", name="import the research engine"
+        )
         from app.research.engine import ResearchEngine
 
         # the engine records each run from a writer thread of its own: no SQLite on this loop

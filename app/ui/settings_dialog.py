@@ -160,7 +160,9 @@ class SettingsDialog(SettingsForm):
         f.addRow("Threads", self.n_threads)
 
         self.ollama_host = QLineEdit(m.ollama.host)
-        self.ollama_model, row = self._model_picker("ollama", m.ollama.model, "ollamaModel", "fetchOllama")
+        self.ollama_model, row = self._model_picker(
+            "ollama", m.ollama.model, "ollamaModel", "fetchOllama"
+        )
         ollama = QGroupBox("Ollama")
         f = QFormLayout(ollama)
         f.addRow("Host", self.ollama_host)
@@ -168,10 +170,14 @@ class SettingsDialog(SettingsForm):
 
         self.openai_url = QLineEdit(m.openai.base_url)
         self.openai_url.setPlaceholderText("http://127.0.0.1:8080/v1")
-        self.openai_model, row = self._model_picker("openai", m.openai.model, "openaiModel", "fetchOpenAI")
+        self.openai_model, row = self._model_picker(
+            "openai", m.openai.model, "openaiModel", "fetchOpenAI"
+        )
         self.api_key = self.key_field.edit
         self.openai_url.editingFinished.connect(self._url_edited)
-        openai = QGroupBox("OpenAI-compatible endpoint (data leaves this machine if the server is remote)")
+        openai = QGroupBox(
+            "OpenAI-compatible endpoint (data leaves this machine if the server is remote)"
+        )
         f = QFormLayout(openai)
         f.addRow("Base URL", self.openai_url)
         f.addRow("Model", row)
@@ -179,7 +185,9 @@ class SettingsDialog(SettingsForm):
 
         manage = QPushButton("Models… (download, choose, remove)")
         manage.setObjectName("openModels")
-        manage.setToolTip("The models on this machine and the recommended ones; closes Settings without saving")
+        manage.setToolTip(
+            "The models on this machine and the recommended ones; closes Settings without saving"
+        )
         manage.setEnabled(self._open_models is not None)
         manage.clicked.connect(self._to_models)
         self.catalog = QLineEdit(self._settings.models.catalog)
@@ -209,7 +217,9 @@ class SettingsDialog(SettingsForm):
             self.reject()
             self._open_models()
 
-    def _model_picker(self, backend: str, current: str, name: str, fetch_name: str) -> tuple[QComboBox, QHBoxLayout]:
+    def _model_picker(
+        self, backend: str, current: str, name: str, fetch_name: str
+    ) -> tuple[QComboBox, QHBoxLayout]:
         """An editable model name with a button that fetches the server's list into it."""
         combo = QComboBox()
         combo.setEditable(True)
@@ -226,18 +236,28 @@ class SettingsDialog(SettingsForm):
     def _library_tab(self, s: Settings, paths: AppPaths) -> QWidget:
         tab = QWidget()
         self.embedding_backend = _combo(
-            {"onnx": "Built-in (all-MiniLM-L6-v2, offline)", "ollama": "Ollama", "openai": "OpenAI-compatible"},
+            {
+                "onnx": "Built-in (all-MiniLM-L6-v2, offline)",
+                "ollama": "Ollama",
+                "openai": "OpenAI-compatible",
+            },
             s.embedding.backend,
         )
         self.embedding_model = QLineEdit(s.embedding.model)
-        self.embedding_model.setToolTip("For Ollama or an OpenAI-compatible server: its embedding model's name")
+        self.embedding_model.setToolTip(
+            "For Ollama or an OpenAI-compatible server: its embedding model's name"
+        )
         self.embedding_url = QLineEdit(s.embedding.base_url)
         self.embedding_url.setObjectName("embeddingUrl")
         self.embedding_url.setPlaceholderText("empty: the model server above")
-        self.embedding_url.setToolTip("The Ollama host or OpenAI-compatible base URL that serves the embedding model")
+        self.embedding_url.setToolTip(
+            "The Ollama host or OpenAI-compatible base URL that serves the embedding model"
+        )
         self.milvus_uri = QLineEdit(s.store.milvus_uri)
         self.milvus_uri.setPlaceholderText(f"empty: Milvus Lite in {paths.milvus_file}")
-        self.milvus_uri.setToolTip("A file path means Milvus Lite; http://host:19530 a Milvus server")
+        self.milvus_uri.setToolTip(
+            "A file path means Milvus Lite; http://host:19530 a Milvus server"
+        )
         self.milvus_uri.editingFinished.connect(self._milvus_uri_edited)
         self.milvus_token = self.token_field.edit
         self.token_field.setToolTip(
@@ -315,7 +335,9 @@ class SettingsDialog(SettingsForm):
         self.max_seconds = _spin(10, 14_400, int(r.max_seconds), 30)
         self.max_concurrent = _spin(1, 16, r.max_concurrent_calls)
         self.top_k = _spin(1, 50, r.top_k)
-        self.theme = _combo({"system": "Follow the system", "light": "Light", "dark": "Dark"}, ui.theme)
+        self.theme = _combo(
+            {"system": "Follow the system", "light": "Light", "dark": "Dark"}, ui.theme
+        )
         form = QFormLayout(tab)
         form.addRow("Default mode", self.mode)
         form.addRow("Rounds", self.max_rounds)
@@ -333,7 +355,9 @@ class SettingsDialog(SettingsForm):
 
     # -- actions ----------------------------------------------------------
     def _browse_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a GGUF model", "", "GGUF models (*.gguf)"
+        )
         if path:
             self.gguf.setText(path)
 
@@ -354,7 +378,9 @@ class SettingsDialog(SettingsForm):
         combo.clear()
         combo.addItems(names)
         combo.setCurrentText(current if current in names or not names else names[0])
-        self.fetch_status.setText(f"{len(names)} models on the server." if names else "The server has no models.")
+        self.fetch_status.setText(
+            f"{len(names)} models on the server." if names else "The server has no models."
+        )
 
     def settings(self) -> Settings:
         """The settings as the dialog shows them now."""
@@ -377,7 +403,8 @@ class SettingsDialog(SettingsForm):
                 think=s.model.ollama.think,
             ),
             openai=OpenAISettings(
-                base_url=self.openai_url.text().strip(), model=self.openai_model.currentText().strip()
+                base_url=self.openai_url.text().strip(),
+                model=self.openai_model.currentText().strip(),
             ),
         )
         return dataclasses.replace(
@@ -436,7 +463,9 @@ class SettingsDialog(SettingsForm):
         save only if the keyring kept it."""
         new = self.settings()
         if self.api_key.text() and not new.model.openai.base_url:
-            self.error.setText("Settings not saved: an API key needs the endpoint's base URL. Fill in the Base URL.")
+            self.error.setText(
+                "Settings not saved: an API key needs the endpoint's base URL. Fill in the Base URL."
+            )
             return
         uri = new.store.milvus_uri
         if self.milvus_token.text() and not is_server_uri(uri):

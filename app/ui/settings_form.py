@@ -45,12 +45,16 @@ class SettingsForm(QDialog):
         self.error = QLabel("")
         self.error.setObjectName("errorText")
         self.error.setWordWrap(True)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
         self.finished.connect(self._on_finished)
 
-    def save(self) -> None:  # pragma: no cover - each dialog checks its fields, then calls start_saving
+    def save(
+        self,
+    ) -> None:  # pragma: no cover - each dialog checks its fields, then calls start_saving
         raise NotImplementedError
 
     def start_saving(

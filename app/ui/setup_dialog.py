@@ -141,7 +141,9 @@ class SetupDialog(SettingsForm):
         self.remote_url.setPlaceholderText("https://…/v1")
         self.remote_model = QLineEdit(settings.model.openai.model)
         self.remote_key = self.key_field.edit
-        self.remote_url.editingFinished.connect(lambda: self.key_field.check(self.remote_url.text().strip()))
+        self.remote_url.editingFinished.connect(
+            lambda: self.key_field.check(self.remote_url.text().strip())
+        )
         form = QFormLayout(self.remote)
         form.addRow("Base URL", self.remote_url)
         form.addRow("Model", self.remote_model)
@@ -186,7 +188,9 @@ class SetupDialog(SettingsForm):
             self.use_ollama.setChecked(True)
             self.status.setText(f"Ollama is running at {host} with {len(models)} models.")
         elif reachable:
-            self.status.setText(f"Ollama is running at {host} but has no models (try `ollama pull qwen3:8b`).")
+            self.status.setText(
+                f"Ollama is running at {host} but has no models (try `ollama pull qwen3:8b`)."
+            )
         else:
             message = _field(ollama, "detail", "") if ollama is not None else ""
             detail = f": {message.rstrip('.')}" if message else ""
@@ -195,7 +199,9 @@ class SetupDialog(SettingsForm):
     async def recommend(self) -> None:
         """Measure the machine and name the model to get (off the loop: reads files and memory)."""
         try:
-            row, entry, machine = await run_blocking(_recommendation, self._services, name="recommend a model")
+            row, entry, machine = await run_blocking(
+                _recommendation, self._services, name="recommend a model"
+            )
         except (FathomError, OSError) as exc:
             self.recommendation.setText(f"No recommendation: {exc}")
             return
@@ -215,7 +221,9 @@ class SetupDialog(SettingsForm):
             )
         if row.installed:
             self.recommended_path = row.path
-            self.recommendation.setText(f"{lead} {entry.name} is already on it ({row.source_label}): {entry.why}")
+            self.recommendation.setText(
+                f"{lead} {entry.name} is already on it ({row.source_label}): {entry.why}"
+            )
             self.get_recommended.setText(f"Use {entry.name}")
         else:
             verdict = "" if row.fit.ok else f" Note: {row.fit.reason}."
@@ -245,7 +253,9 @@ class SetupDialog(SettingsForm):
         self.save()
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a GGUF model", "", "GGUF models (*.gguf)"
+        )
         if path:
             self.gguf.setText(path)
             self.use_gguf.setChecked(True)
@@ -265,25 +275,37 @@ class SetupDialog(SettingsForm):
             model = dataclasses.replace(
                 model,
                 openai=dataclasses.replace(
-                    model.openai, base_url=self.remote_url.text().strip(), model=self.remote_model.text().strip()
+                    model.openai,
+                    base_url=self.remote_url.text().strip(),
+                    model=self.remote_model.text().strip(),
                 ),
             )
-        return dataclasses.replace(s, model=model, ui=dataclasses.replace(s.ui, first_run_done=True))
+        return dataclasses.replace(
+            s, model=model, ui=dataclasses.replace(s.ui, first_run_done=True)
+        )
 
     def save(self) -> None:
         """Save (off the loop); with a typed API key, store it first and save only if it was kept."""
         if self.save_task is None or self.save_task.done():
-            self.save_task = self._tasks.start(self._check_then_save(self.chosen_settings()), "save the settings")
+            self.save_task = self._tasks.start(
+                self._check_then_save(self.chosen_settings()), "save the settings"
+            )
 
     async def _check_then_save(self, new: Settings) -> None:
         gguf = Path(new.model.llamacpp.model_path)
-        if self.use_gguf.isChecked() and not await run_blocking(gguf.is_file, name="look for the GGUF file"):
+        if self.use_gguf.isChecked() and not await run_blocking(
+            gguf.is_file, name="look for the GGUF file"
+        ):
             self.error.setText("Choose an existing .gguf file, or pick another option.")
             return
         if self.remote.isChecked() and not new.model.openai.base_url:
             self.error.setText("Fill in the endpoint's base URL, or untick the remote endpoint.")
             return
-        key_url = new.model.openai.base_url if self.remote.isChecked() and self.remote_key.text() else None
+        key_url = (
+            new.model.openai.base_url
+            if self.remote.isChecked() and self.remote_key.text()
+            else None
+        )
         await self._save(new, [(self.key_field, key_url)] if key_url is not None else [])
 
     def busy_widgets(self) -> list[QWidget]:
@@ -298,7 +320,9 @@ def _recommendation(services: Services) -> tuple[Any, CatalogEntry | None, Any]:
 
     settings, paths = services.settings, services.paths
     catalog = load_catalog(settings.models.catalog, cache_dir=paths.cache_dir)
-    machine = measure_machine(paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads)
+    machine = measure_machine(
+        paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads
+    )
     entry = recommend(catalog, machine)
     if entry is None:
         return None, None, machine

@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QFont, QPalette, QShowEvent, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QPalette,
+    QShowEvent,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -78,12 +86,20 @@ class SourceViewer(QDialog):
     originalHandled = Signal(str, str, bool)
 
     def __init__(
-        self, parent: QWidget | None = None, opener: FileOpener | None = None, *, tasks: TaskKeeper | None = None
+        self,
+        parent: QWidget | None = None,
+        opener: FileOpener | None = None,
+        *,
+        tasks: TaskKeeper | None = None,
     ) -> None:
         super().__init__(parent)
         self._cited_at = 0  # where the cited passage starts in the text
         self._opener: FileOpener = opener if opener is not None else DesktopOpener(self)
-        self._tasks = tasks if tasks is not None else TaskKeeper(lambda name, exc: log.warning("%s: %s", name, exc))
+        self._tasks = (
+            tasks
+            if tasks is not None
+            else TaskKeeper(lambda name, exc: log.warning("%s: %s", name, exc))
+        )
         self.decision: OpenDecision | None = None
         self.setWindowTitle("Source")
         self.resize(720, 560)
@@ -123,7 +139,11 @@ class SourceViewer(QDialog):
         layout.addWidget(buttons)
 
     def show_source(
-        self, evidence: Evidence, chunk: Chunk | None, context: list[Chunk], decision: OpenDecision | None
+        self,
+        evidence: Evidence,
+        chunk: Chunk | None,
+        context: list[Chunk],
+        decision: OpenDecision | None,
     ) -> None:
         """Show ``chunk`` among ``context``; ``decision`` is :func:`open_decision` of its path."""
         self.evidence, self.chunk, self.context = evidence, chunk, context
@@ -141,7 +161,9 @@ class SourceViewer(QDialog):
         self.location.setText(as_written(" · ".join(where)))
         self._show_decision(decision)
         self._fill_text(evidence, chunk, context)
-        self._offer_page(chunk.path if chunk and chunk.path else evidence.path, page, self.highlighted_text())
+        self._offer_page(
+            chunk.path if chunk and chunk.path else evidence.path, page, self.highlighted_text()
+        )
 
     def page_tab_shown(self) -> bool:
         """Whether this source has a "Page N" tab."""
@@ -155,7 +177,11 @@ class SourceViewer(QDialog):
     def _offer_page(self, path: str, page: int | None, quote: str) -> None:
         """A "Page N" tab for a page of a local PDF or image (``quote`` marked on it); no
         tab for anything else."""
-        request = PageRequest(path, page, quote) if path and page is not None and page_kind(path) else None
+        request = (
+            PageRequest(path, page, quote)
+            if path and page is not None and page_kind(path)
+            else None
+        )
         self.page_view.set_source(request)
         index = self.tabs.indexOf(self.page_view)
         if request is None:
@@ -167,8 +193,12 @@ class SourceViewer(QDialog):
             self.tabs.addTab(self.page_view, label)
         else:
             self.tabs.setTabText(index, label)
-        self.tabs.setTabToolTip(self.tabs.indexOf(self.page_view), plain_tooltip(f"Page {request.page} of {path}"))
-        if self.tabs.currentWidget() is self.page_view:  # the reader was looking at pages: keep showing them
+        self.tabs.setTabToolTip(
+            self.tabs.indexOf(self.page_view), plain_tooltip(f"Page {request.page} of {path}")
+        )
+        if (
+            self.tabs.currentWidget() is self.page_view
+        ):  # the reader was looking at pages: keep showing them
             self.page_view.load()
 
     def _on_tab_changed(self, _index: int) -> None:

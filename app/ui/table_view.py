@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from app.core.models import EntityTable, TableCell
@@ -44,7 +50,9 @@ class EntityTableModel(QAbstractTableModel):
             return 0
         return 1 + len(self._table.columns)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if self._table is None or role != Qt.ItemDataRole.DisplayRole:
             return None
         if orientation == Qt.Orientation.Horizontal:
@@ -85,7 +93,11 @@ class EntityTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             quote = cell.quote or "no supporting quote"
             return plain_tooltip(f"“{quote}”\nconfidence {cell.confidence:.0%}")
-        if role == Qt.ItemDataRole.BackgroundRole and cell.value and cell.confidence <= LOW_CONFIDENCE:
+        if (
+            role == Qt.ItemDataRole.BackgroundRole
+            and cell.value
+            and cell.confidence <= LOW_CONFIDENCE
+        ):
             return low_confidence_brush()
         if role == CELL_ROLE:
             return cell

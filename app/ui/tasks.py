@@ -27,7 +27,9 @@ T = TypeVar("T")
 SLOW_CALL_S = 2.0  # a blocking call that takes longer is logged (it never held the window)
 
 
-async def run_blocking(fn: Callable[..., T], /, *args: Any, name: str, executor: Executor | None = None) -> T:
+async def run_blocking(
+    fn: Callable[..., T], /, *args: Any, name: str, executor: Executor | None = None
+) -> T:
     """Run ``fn(*args)`` in ``executor`` (the loop's default one when None) and await it.
 
     ``name`` says what the call does, for the log. Context variables travel

@@ -57,7 +57,11 @@ def dark_palette() -> QPalette:
     palette.setColor(QPalette.ColorRole.HighlightedText, QColor(255, 255, 255))
     palette.setColor(QPalette.ColorRole.Mid, QColor(80, 82, 88))
     palette.setColor(QPalette.ColorRole.Dark, QColor(20, 20, 22))
-    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+    for role in (
+        QPalette.ColorRole.Text,
+        QPalette.ColorRole.ButtonText,
+        QPalette.ColorRole.WindowText,
+    ):
         palette.setColor(QPalette.ColorGroup.Disabled, role, disabled)
     return palette
 

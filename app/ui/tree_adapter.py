@@ -104,18 +104,28 @@ def _convert(node: TreeNode, running: bool, last_round: str | None) -> ViewNode:
         collections = d.get("collections") or []
         source = ", ".join(collections)
     elif kind == "chunk":
-        verdict = {"relevant": "relevant", "irrelevant": "not relevant"}.get(node.status, "not judged")
+        verdict = {"relevant": "relevant", "irrelevant": "not relevant"}.get(
+            node.status, "not judged"
+        )
         result = f"{match_rank(d)} · {verdict}" if match_rank(d) else verdict
         source = source_label(str(d.get("path", "")), d.get("page"))
         detail = str(d.get("text", ""))
         if d.get("reason"):
             detail = f"{detail}\n\nJudgement: {d['reason']}"
         if d.get("path"):
-            detail = f"{d['path']}" + (f", page {d['page']}" if d.get("page") is not None else "") + f"\n\n{detail}"
+            detail = (
+                f"{d['path']}"
+                + (f", page {d['page']}" if d.get("page") is not None else "")
+                + f"\n\n{detail}"
+            )
     elif kind == "reflection":
         gaps = list(d.get("gap_queries") or [])
-        result = f"{len(gaps)} gap quer{'y' if len(gaps) == 1 else 'ies'}" if gaps else "enough evidence"
-        detail = node.label + ("\n\nGap queries:\n" + "\n".join(f"• {g}" for g in gaps) if gaps else "")
+        result = (
+            f"{len(gaps)} gap quer{'y' if len(gaps) == 1 else 'ies'}" if gaps else "enough evidence"
+        )
+        detail = node.label + (
+            "\n\nGap queries:\n" + "\n".join(f"• {g}" for g in gaps) if gaps else ""
+        )
         status = "done" if node.status == "done" or not gaps else "info"
     elif kind == "plan":
         steps = list(d.get("steps") or [])
@@ -128,7 +138,11 @@ def _convert(node: TreeNode, running: bool, last_round: str | None) -> ViewNode:
     elif kind == "followup":  # a follow-up question's branch: its own run
         running, last_round = node.status == "running", _last_of(node, "round")
         evidence = int(d.get("evidence", 0))
-        result = f"{evidence} new source{'' if evidence == 1 else 's'}" if not running else "researching…"
+        result = (
+            f"{evidence} new source{'' if evidence == 1 else 's'}"
+            if not running
+            else "researching…"
+        )
         status = "done" if node.status == "finished" else node.status
     return ViewNode(
         node_id=node.node_id,

@@ -104,7 +104,9 @@ class ResearchTreeModel(QAbstractItemModel):
         self._sync_children(self._root, QModelIndex(), tree.children)
 
     def _sync_children(self, item: _Item, index: QModelIndex, wanted: tuple[ViewNode, ...]) -> None:
-        plan = plan_rows([child.node_id for child in item.children], [node.node_id for node in wanted])
+        plan = plan_rows(
+            [child.node_id for child in item.children], [node.node_id for node in wanted]
+        )
         for gone in plan.removed:
             self.beginRemoveRows(index, gone.first, gone.last)
             for child in item.children[gone.first : gone.last + 1]:
@@ -213,7 +215,9 @@ class ResearchTreeModel(QAbstractItemModel):
             return Qt.ItemFlag.NoItemFlags
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if (
             orientation == Qt.Orientation.Horizontal
             and role == Qt.ItemDataRole.DisplayRole
@@ -234,7 +238,9 @@ class ResearchTreeModel(QAbstractItemModel):
             if column == 1 and item.kind == "chunk":
                 return RESULT_TOOLTIP
             text = detail or (label, result, source)[column]
-            return plain_tooltip(text[:2000]) if text else None  # chunk text, model output: shown as text
+            return (
+                plain_tooltip(text[:2000]) if text else None
+            )  # chunk text, model output: shown as text
         if role == Qt.ItemDataRole.DecorationRole and column == 0 and status in STATUS_COLOURS:
             return STATUS_COLOURS[status]
         if role == Qt.ItemDataRole.ForegroundRole and status == "irrelevant":

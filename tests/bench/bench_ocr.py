@@ -58,7 +58,10 @@ def scans(pdf: bytes, dpi: int) -> list[np.ndarray]:
 
     document = pypdfium2.PdfDocument(pdf)
     try:
-        return [np.asarray(document[i].render(scale=dpi / 72).to_pil().convert("RGB")) for i in range(len(document))]
+        return [
+            np.asarray(document[i].render(scale=dpi / 72).to_pil().convert("RGB"))
+            for i in range(len(document))
+        ]
     finally:
         document.close()
 
@@ -69,11 +72,16 @@ def main() -> None:
     parser.add_argument("--dpi", type=int, default=150, help="the scan's resolution")
     args = parser.parse_args()
     corpus = json.loads((shared_data_dir() / "musique" / "corpus.json").read_text(encoding="utf-8"))
-    paragraphs = [f"{item['title']}. {item['text']}".replace("&", "&amp;").replace("<", "&lt;") for item in corpus]
+    paragraphs = [
+        f"{item['title']}. {item['text']}".replace("&", "&amp;").replace("<", "&lt;")
+        for item in corpus
+    ]
     pdf, texts = typeset(paragraphs[: args.pages * 6])
     images = scans(pdf, args.dpi)[: args.pages]
     texts = texts[: len(images)]
-    print(f"{len(images)} pages of MuSiQue prose, 11 pt, scanned at {args.dpi} dpi; {os.cpu_count()} CPUs")
+    print(
+        f"{len(images)} pages of MuSiQue prose, 11 pt, scanned at {args.dpi} dpi; {os.cpu_count()} CPUs"
+    )
     reader = PageReader()
     started = time.perf_counter()
     reader.read(images[0])  # loads the models
@@ -86,7 +94,9 @@ def main() -> None:
         length = len(" ".join(truth.split()))
         errors.append(edit_distance(found, truth))
         lengths.append(length)
-        print(f"  page {len(seconds)}: {seconds[-1]:.2f} s, {length} characters, CER {errors[-1] / max(1, length):.3f}")
+        print(
+            f"  page {len(seconds)}: {seconds[-1]:.2f} s, {length} characters, CER {errors[-1] / max(1, length):.3f}"
+        )
     p95 = float(np.percentile(seconds, 95))
     print(
         f"per page: median {statistics.median(seconds):.2f} s, p95 {p95:.2f} s "

@@ -100,7 +100,9 @@ def unit_rows(n: int, rng: np.random.Generator) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def embedding_like_rows(texts: list[str], n: int, real: int, rng: np.random.Generator) -> np.ndarray:
+def embedding_like_rows(
+    texts: list[str], n: int, real: int, rng: np.random.Generator
+) -> np.ndarray:
     """The first ``real`` rows are real MiniLM embeddings of their texts; the rest
     mix two of those with noise, so the vectors keep the clustered shape of real
     embeddings (uniform random vectors are a worst case no ANN index meets)."""
@@ -126,7 +128,9 @@ class NumpyBM25:
         vocabulary: dict[str, int] = {}
         term_ids: list[np.ndarray] = []
         lengths = np.zeros(len(texts), dtype=np.float32)
-        for i, text in enumerate(texts):  # word ids per text: flat arrays, not a dict per term (1M rows)
+        for i, text in enumerate(
+            texts
+        ):  # word ids per text: flat arrays, not a dict per term (1M rows)
             ids = [vocabulary.setdefault(t, len(vocabulary)) for t in words(text)]
             lengths[i] = len(ids)
             term_ids.append(np.array(ids, dtype=np.int64))
@@ -141,7 +145,11 @@ class NumpyBM25:
             ids = docs_sorted[bounds[t] : bounds[t + 1]]
             freq = tf[bounds[t] : bounds[t + 1]].astype(np.float32)
             idf = math.log((self.n - len(ids) + 0.5) / (len(ids) + 0.5) + 1.0)
-            norm = freq * (BM25_K1 + 1) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * lengths[ids] / avgdl))
+            norm = (
+                freq
+                * (BM25_K1 + 1)
+                / (freq + BM25_K1 * (1 - BM25_B + BM25_B * lengths[ids] / avgdl))
+            )
             self.terms[term] = (ids, (idf * norm).astype(np.float32))
 
     def search(self, queries: list[str], k: int) -> list[np.ndarray]:
@@ -210,11 +218,19 @@ def report(label: str, per_call: list[float], batch: int) -> dict[str, float]:
 
 
 def bench_size(
-    n: int, calls: int, workdir: Path, seed: int, random_vectors: bool, real: int, split: float = 0.0
+    n: int,
+    calls: int,
+    workdir: Path,
+    seed: int,
+    random_vectors: bool,
+    real: int,
+    split: float = 0.0,
 ) -> dict[str, dict[str, float]]:
     rng = np.random.default_rng(seed)
     texts = corpus_texts(n, rng)
-    questions = [q["question"] for q in json.loads((DATA / "musique" / "questions.json").read_text())[:BATCH]]
+    questions = [
+        q["question"] for q in json.loads((DATA / "musique" / "questions.json").read_text())[:BATCH]
+    ]
     if random_vectors:
         matrix, qvecs = unit_rows(n, rng), unit_rows(BATCH, rng)
     else:
@@ -229,7 +245,14 @@ def bench_size(
         store.ensure_collection("bench", DIM, "random-unit-vectors")
         for s in range(0, n, 2000):
             chunks = [
-                Chunk(f"c{i}", f"d{i // 20}", "bench", f"/bench/doc{i // 20}.md", texts[i], chunk_no=i % 20)
+                Chunk(
+                    f"c{i}",
+                    f"d{i // 20}",
+                    "bench",
+                    f"/bench/doc{i // 20}.md",
+                    texts[i],
+                    chunk_no=i % 20,
+                )
                 for i in range(s, min(n, s + 2000))
             ]
             store.insert("bench", chunks, matrix[s : s + len(chunks)])
@@ -256,7 +279,9 @@ def bench_size(
         if not copy.wait_ready(600):
             raise SystemExit("the in-memory copy of the vectors was not filled within 10 minutes")
         copied = time.perf_counter() - start - opened
-        print(f"  dense vectors copied into memory (faiss fp16) in the background: {copied:.2f} s more")
+        print(
+            f"  dense vectors copied into memory (faiss fp16) in the background: {copied:.2f} s more"
+        )
     results["open"] = {
         "seconds": opened,
         "copy_seconds": copied,
@@ -280,7 +305,9 @@ def bench_size(
                         top_k=TOP_K,  # type: ignore[arg-type]
                     )
 
-                results[f"{prefix}/{mode}/{batch}"] = report(f"{prefix} {mode}", timed(run, calls), batch)
+                results[f"{prefix}/{mode}/{batch}"] = report(
+                    f"{prefix} {mode}", timed(run, calls), batch
+                )
 
     try:
         run_modes("milvus_lite", ("dense", "bm25", "hybrid"))
@@ -307,16 +334,27 @@ def bench_size(
                 sparse = bm25.search([questions[j] for j in pick], pool)
                 return [rrf([d, s], TOP_K) for d, s in zip(dense, sparse, strict=True)]
 
-            results[f"numpy/{mode}/{batch}"] = report(f"numpy brute force {mode}", timed(brute, calls), batch)
+            results[f"numpy/{mode}/{batch}"] = report(
+                f"numpy brute force {mode}", timed(brute, calls), batch
+            )
     return results
 
 
-def write_parts(store: VectorStore, parts: dict[str, range], texts: list[str], matrix: np.ndarray) -> None:
+def write_parts(
+    store: VectorStore, parts: dict[str, range], texts: list[str], matrix: np.ndarray
+) -> None:
     for name, rows in parts.items():
         store.ensure_collection(name, DIM, "random-unit-vectors")
         for s in range(rows.start, rows.stop, 2000):
             chunks = [
-                Chunk(f"c{i}", f"d{i // 20}", name, f"/bench/doc{i // 20}.md", texts[i], chunk_no=i % 20)
+                Chunk(
+                    f"c{i}",
+                    f"d{i // 20}",
+                    name,
+                    f"/bench/doc{i // 20}.md",
+                    texts[i],
+                    chunk_no=i % 20,
+                )
                 for i in range(s, min(rows.stop, s + 2000))
             ]
             store.insert(name, chunks, matrix[s : s + len(chunks)])
@@ -376,23 +414,32 @@ def bench_split(
                     top_k=TOP_K,  # type: ignore[arg-type]
                 )
 
-            results[f"split/{mode}/{batch}"] = report(f"two collections {mode}", timed(run, calls), batch)
+            results[f"split/{mode}/{batch}"] = report(
+                f"two collections {mode}", timed(run, calls), batch
+            )
     pool = max(2 * TOP_K, 20)
     exact = {
         "dense": numpy_dense(matrix, qvecs, TOP_K),
         "bm25": bm25.search(questions, TOP_K),
         "hybrid": [
             rrf([d, s], TOP_K)
-            for d, s in zip(numpy_dense(matrix, qvecs, pool), bm25.search(questions, pool), strict=True)
+            for d, s in zip(
+                numpy_dense(matrix, qvecs, pool), bm25.search(questions, pool), strict=True
+            )
         ],
     }
     out: dict[str, float] = {}
     for mode, want in exact.items():
         got = store.search_library(names, questions, qvecs, mode=mode, top_k=TOP_K)  # type: ignore[arg-type]
-        out[f"{mode}_overlap_at_{TOP_K}"] = overlap([[int(h.chunk.chunk_id[1:]) for h in hits] for hits in got], want)
+        out[f"{mode}_overlap_at_{TOP_K}"] = overlap(
+            [[int(h.chunk.chunk_id[1:]) for h in hits] for hits in got], want
+        )
     # before: each collection's own hybrid (RRF) scores merged as if comparable
     each = [store.search(name, questions, qvecs, mode="hybrid", top_k=TOP_K) for name in names]
-    merged = [sorted((h for found in each for h in found[i]), key=lambda h: -h.score)[:TOP_K] for i in range(BATCH)]
+    merged = [
+        sorted((h for found in each for h in found[i]), key=lambda h: -h.score)[:TOP_K]
+        for i in range(BATCH)
+    ]
     out[f"merged_hybrid_overlap_at_{TOP_K}"] = overlap(
         [[int(h.chunk.chunk_id[1:]) for h in hits] for hits in merged], exact["hybrid"]
     )
@@ -411,7 +458,12 @@ def bench_split(
 
 def overlap(got: list[list[int]], want: list[np.ndarray]) -> float:
     return float(
-        np.mean([len(set(g) & set(w.tolist())) / max(1, min(TOP_K, len(w))) for g, w in zip(got, want, strict=True)])
+        np.mean(
+            [
+                len(set(g) & set(w.tolist())) / max(1, min(TOP_K, len(w)))
+                for g, w in zip(got, want, strict=True)
+            ]
+        )
     )
 
 
@@ -449,9 +501,15 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20, help="timed calls per configuration")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--random-vectors", action="store_true", help="uniform random vectors (ANN worst case)")
-    parser.add_argument("--real", type=int, default=1000, help="rows with real embeddings (default 1000)")
-    parser.add_argument("--dense-index", help="e.g. FLAT, IVF_FLAT, HNSW (default: Fathom's choice per engine)")
+    parser.add_argument(
+        "--random-vectors", action="store_true", help="uniform random vectors (ANN worst case)"
+    )
+    parser.add_argument(
+        "--real", type=int, default=1000, help="rows with real embeddings (default 1000)"
+    )
+    parser.add_argument(
+        "--dense-index", help="e.g. FLAT, IVF_FLAT, HNSW (default: Fathom's choice per engine)"
+    )
     parser.add_argument(
         "--split",
         type=float,
@@ -459,7 +517,11 @@ def main() -> int:
         help="also search the rows split in two collections, this share in the small one (0: not)",
     )
     parser.add_argument(
-        "--also", action="append", default=[], metavar="PYTHON", help="run it in this interpreter too, side by side"
+        "--also",
+        action="append",
+        default=[],
+        metavar="PYTHON",
+        help="run it in this interpreter too, side by side",
     )
     args = parser.parse_args()
     if args.also:
@@ -477,22 +539,37 @@ def main() -> int:
     if chosen["index_type"] == "AUTOINDEX" and not native:
         from milvus_lite.index.factory import is_faiss_available
 
-        dense_index += " = HNSW (faiss-cpu)" if is_faiss_available() else " = BRUTE_FORCE (no faiss-cpu)"
+        dense_index += (
+            " = HNSW (faiss-cpu)" if is_faiss_available() else " = BRUTE_FORCE (no faiss-cpu)"
+        )
     print(f"Milvus Lite {engine}, pymilvus {version('pymilvus')}")
-    kind = "uniform random" if args.random_vectors else f"embedding-like ({args.real} real MiniLM rows + mixtures)"
-    print(f"dense index: {dense_index}; vectors: {kind}; BM25 analyzer: {vectors.ANALYZER['tokenizer']}")
-    print(f"{len(STOP_WORDS)} stop words; top_k={TOP_K}; {os.cpu_count()} CPUs; {args.calls} timed calls each")
+    kind = (
+        "uniform random"
+        if args.random_vectors
+        else f"embedding-like ({args.real} real MiniLM rows + mixtures)"
+    )
+    print(
+        f"dense index: {dense_index}; vectors: {kind}; BM25 analyzer: {vectors.ANALYZER['tokenizer']}"
+    )
+    print(
+        f"{len(STOP_WORDS)} stop words; top_k={TOP_K}; {os.cpu_count()} CPUs; {args.calls} timed calls each"
+    )
     workdir = Path(tempfile.mkdtemp(prefix="fathom-bench-"))
     try:
         figures = {
-            str(n): bench_size(n, args.calls, workdir, args.seed, args.random_vectors, args.real, args.split)
+            str(n): bench_size(
+                n, args.calls, workdir, args.seed, args.random_vectors, args.real, args.split
+            )
             for n in args.sizes
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
         args.json.write_text(
-            json.dumps({"engine": f"Milvus Lite {engine}", "dense_index": dense_index, "figures": figures}, indent=1)
+            json.dumps(
+                {"engine": f"Milvus Lite {engine}", "dense_index": dense_index, "figures": figures},
+                indent=1,
+            )
         )
     return 0
 
@@ -557,7 +634,9 @@ def print_table(runs: dict[str, list[dict[str, object]]]) -> None:
                     f"| {cell(figures, f'milvus_scan/dense/{BATCH}', False)} | | |"
                 )
                 label = f"{run['engine']} + in-memory copy (faiss fp16)"
-            open_s = f"{opened['seconds']:.2f}" + (f" (+ {opened['copy_seconds']:.1f})" if copied else "")
+            open_s = f"{opened['seconds']:.2f}" + (
+                f" (+ {opened['copy_seconds']:.1f})" if copied else ""
+            )
             print(
                 f"| {int(n):,} | {label} | {agree['dense_overlap_at_10']:.2f} | {agree['bm25_overlap_at_10']:.2f} "
                 f"| {cell(figures, 'milvus_lite/hybrid/1')} | {cell(figures, f'milvus_lite/hybrid/{BATCH}')} "

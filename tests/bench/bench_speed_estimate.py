@@ -38,7 +38,9 @@ def timed_deep_answer(path: Path, threads: int) -> float:
     """Seconds of model work for a deep answer's tokens, with this model."""
     from llama_cpp import Llama
 
-    model = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False)
+    model = Llama(
+        model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False
+    )
     try:
         tokens = model.tokenize((_TEXT * 4).encode())[: DEEP_PROMPT_TOKENS // CALLS]
         total = 0.0
@@ -76,7 +78,9 @@ def main() -> None:
         size = path.stat().st_size
         estimated = speed.answer_seconds(size)
         timed = timed_deep_answer(path, threads)
-        print(f"{path.name[:40]:40} {size / 1e6:6.0f} {estimated:12.0f} {timed:8.0f} {timed / estimated:16.2f}")
+        print(
+            f"{path.name[:40]:40} {size / 1e6:6.0f} {estimated:12.0f} {timed:8.0f} {timed / estimated:16.2f}"
+        )
 
 
 if __name__ == "__main__":

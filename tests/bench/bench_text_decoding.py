@@ -19,7 +19,10 @@ from charset_normalizer import from_bytes
 from app.ingest.convert.text_files import decode_text, preferred_legacy_encodings
 
 SAMPLES: dict[str, tuple[str, str]] = {
-    "French": ("Le café du père Noël coûte 3 €.\nRésumé des clauses: l'indemnité est due.\n", "cp1252"),
+    "French": (
+        "Le café du père Noël coûte 3 €.\nRésumé des clauses: l'indemnité est due.\n",
+        "cp1252",
+    ),
     "French, Latin-1": (
         "Le café du père Noël coûte cher. Résumé des clauses: l'indemnité est due à la livraison.\n",
         "latin-1",
@@ -28,12 +31,24 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "German": ("Die Größe der Übergabe wird später geprüft. Schöne Grüße aus München.\n", "cp1252"),
     "German, short": ("Größe: 3 m²\n", "cp1252"),
     "Spanish": ("El niño comió piña en el año pasado. ¿Dónde está la cláusula?\n", "cp1252"),
-    "Swedish": ("Avtalet träder i kraft när båda parter har undertecknat det. Följande gäller.\n", "cp1252"),
-    "Portuguese": ("O contrato entra em vigor na data da assinatura. Não há exceções à cláusula.\n", "cp1252"),
+    "Swedish": (
+        "Avtalet träder i kraft när båda parter har undertecknat det. Följande gäller.\n",
+        "cp1252",
+    ),
+    "Portuguese": (
+        "O contrato entra em vigor na data da assinatura. Não há exceções à cláusula.\n",
+        "cp1252",
+    ),
     "Czech": ("Příliš žluťoučký kůň úpěl ďábelské ódy. Smlouva je platná od března.\n", "cp1250"),
-    "Polish": ("Zażółć gęślą jaźń. Umowa wchodzi w życie z dniem podpisania przez obie strony.\n", "cp1250"),
+    "Polish": (
+        "Zażółć gęślą jaźń. Umowa wchodzi w życie z dniem podpisania przez obie strony.\n",
+        "cp1250",
+    ),
     "Russian": ("Договор вступает в силу с момента подписания обеими сторонами.\n", "cp1251"),
-    "Russian, KOI8-R": ("Договор вступает в силу с момента подписания обеими сторонами.\n", "koi8_r"),
+    "Russian, KOI8-R": (
+        "Договор вступает в силу с момента подписания обеими сторонами.\n",
+        "koi8_r",
+    ),
     "Greek": ("Η σύμβαση τίθεται σε ισχύ από την υπογραφή της.\n", "cp1253"),
     "Turkish": ("Sözleşme her iki tarafça imzalandığı tarihte yürürlüğe girer.\n", "cp1254"),
     "Japanese": ("契約は両当事者の署名の日から効力を生じる。\n", "shift_jis"),
@@ -57,7 +72,9 @@ def main() -> None:
         our_ok = decode_text(raw) == text
         theirs += their_ok
         ours += our_ok
-        print(f"{name:18} {encoding:10} {'exact' if their_ok else 'WRONG':>19} {'exact' if our_ok else 'WRONG':>7}")
+        print(
+            f"{name:18} {encoding:10} {'exact' if their_ok else 'WRONG':>19} {'exact' if our_ok else 'WRONG':>7}"
+        )
     n = len(SAMPLES)
     print(f"exact: charset-normalizer's first choice {theirs} of {n}, Fathom {ours} of {n}")
 

@@ -63,7 +63,12 @@ SHARED = shared_data_dir()
 
 def launch_once(env_extra: dict[str, str]) -> tuple[float, float]:
     """(seconds from process start to the window shown, as seen outside; as run_app measured it)."""
-    env = {**os.environ, "FATHOM_STARTUP_REPORT": "1", "FATHOM_QUIT_AFTER_SHOWN": "0.05", **env_extra}
+    env = {
+        **os.environ,
+        "FATHOM_STARTUP_REPORT": "1",
+        "FATHOM_QUIT_AFTER_SHOWN": "0.05",
+        **env_extra,
+    }
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main([]))"],
@@ -86,7 +91,9 @@ def launch_once(env_extra: dict[str, str]) -> tuple[float, float]:
 
 def bench_launch(warm_runs: int = 5) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        cold = launch_once({"FATHOM_HOME": f"{tmp}/home-cold", "PYTHONPYCACHEPREFIX": f"{tmp}/pycache"})
+        cold = launch_once(
+            {"FATHOM_HOME": f"{tmp}/home-cold", "PYTHONPYCACHEPREFIX": f"{tmp}/pycache"}
+        )
         launch_once({"FATHOM_HOME": f"{tmp}/home"})  # fills the caches
         warm = [launch_once({"FATHOM_HOME": f"{tmp}/home"}) for _ in range(warm_runs)]
     print(
@@ -139,7 +146,9 @@ class Watchdog:
                         continue
                     depth = 8 if ident == self.main_id else 4
                     stack = traceback.extract_stack(frame)[-depth:]
-                    where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(stack))
+                    where = " <- ".join(
+                        f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in reversed(stack)
+                    )
                     name = "GUI" if ident == self.main_id else names.get(ident, str(ident))
                     self.samples.append((now, f"[{name}] {where}"))
 
@@ -152,7 +161,12 @@ class Watchdog:
         return [f"{n}× {key}" for key, n in sorted(seen.items(), key=lambda kv: -kv[1])]
 
 
-IDLE = {("threading.py", "wait"), ("thread.py", "_worker"), ("selectors.py", "select"), ("queue.py", "get")}
+IDLE = {
+    ("threading.py", "wait"),
+    ("thread.py", "_worker"),
+    ("selectors.py", "select"),
+    ("queue.py", "get"),
+}
 
 
 def _idle(frame: Any) -> bool:
@@ -161,7 +175,9 @@ def _idle(frame: Any) -> bool:
 
 
 WATCHDOG: Watchdog | None = None
-SLOTS: SlotTimer | None = None  # FATHOM_BENCH_SLOTS=1: each dispatch of app/ui code timed (slows Python calls)
+SLOTS: SlotTimer | None = (
+    None  # FATHOM_BENCH_SLOTS=1: each dispatch of app/ui code timed (slows Python calls)
+)
 
 
 def report(monitor: StallMonitor, label: str) -> Stall | None:
@@ -281,7 +297,9 @@ def watched_monitor() -> StallMonitor:
     return monitor
 
 
-def bench_stall(files: int | None, research: bool, question: str, screenshot: Path | None = None) -> None:
+def bench_stall(
+    files: int | None, research: bool, question: str, screenshot: Path | None = None
+) -> None:
     app = qt_app()
     tmp = Path(tempfile.mkdtemp(prefix="fathom-bench-ui-"))
     source = docs_folder(tmp, files)
@@ -311,7 +329,9 @@ def bench_stall(files: int | None, research: bool, question: str, screenshot: Pa
         if failures:  # said, not waited on forever
             raise RuntimeError(f"the ingest through the window failed: {failures[0]}")
         report(monitor, f"ingesting {n} milvus-docs files through the window")
-        print(f"  ingest took {time.perf_counter() - started:.1f} s; {window.library_panel.ingest.progress.format()}")
+        print(
+            f"  ingest took {time.perf_counter() - started:.1f} s; {window.library_panel.ingest.progress.format()}"
+        )
         if research:
             panel = window.research_panel
             panel.question.setPlainText(question)
@@ -355,7 +375,10 @@ def bench_big_library(documents: int) -> None:
     sizes["archive"] += documents - sum(sizes.values())
     started = time.perf_counter()
     written = fill_library(settings, paths, sizes)
-    print(f"  wrote {written:,} documents into the catalog in {time.perf_counter() - started:.1f} s", flush=True)
+    print(
+        f"  wrote {written:,} documents into the catalog in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
     monitor = watched_monitor()
 
     async def main(window: Any) -> None:
@@ -370,13 +393,19 @@ def bench_big_library(documents: int) -> None:
             return (
                 not panel.model.updating
                 and panel.model.document_count() == written
-                and all(panel.model.collection_index(n).siblingAtColumn(1).data() == f"{sizes[n]:,}" for n in sizes)
+                and all(
+                    panel.model.collection_index(n).siblingAtColumn(1).data() == f"{sizes[n]:,}"
+                    for n in sizes
+                )
                 and set(names) == set(sizes)
             )
 
         await until(listed, 120)
         shown = time.perf_counter() - started
-        report(monitor, f"library open with {written:,} documents (window start until the panel lists them all)")
+        report(
+            monitor,
+            f"library open with {written:,} documents (window start until the panel lists them all)",
+        )
         print(
             f"  library open after {opened:.2f} s, every document listed after {shown:.2f} s; "
             f"{panel.model.slices} update slices, the longest {panel.model.longest_slice_ms:.1f} ms",
@@ -391,7 +420,10 @@ def bench_big_library(documents: int) -> None:
             bar.setValue(bar.maximum())
             await asyncio.sleep(0.1)
         report(monitor, "expanding the largest collection and scrolling to its end five times")
-        print(f"  the view knows {panel.model.rowCount(archive):,} of its {sizes['archive']:,} documents", flush=True)
+        print(
+            f"  the view knows {panel.model.rowCount(archive):,} of its {sizes['archive']:,} documents",
+            flush=True,
+        )
 
     in_window(app, tmp, main)
 
@@ -420,7 +452,9 @@ def bench_silence(files: int | None, modes: list[str], question: str, rounds: in
                 shown.append(text)
 
         window.runs.stateText.connect(on_state)
-        window.runs.run_options = {"report_max_tokens": 400}  # as `fathom ask` runs the starter model
+        window.runs.run_options = {
+            "report_max_tokens": 400
+        }  # as `fathom ask` runs the starter model
         rows = []
         for mode in modes:
             panel = window.research_panel
@@ -441,9 +475,20 @@ def bench_silence(files: int | None, modes: list[str], question: str, rounds: in
             rows.append((mode, gap.seconds, wait.seconds))
             print(f"{mode}: longest silent gap {gap} in a {took:.1f} s run", flush=True)
             print(f"  longest wait for progress (keep-alive lines left out): {wait}", flush=True)
-            print(f"  {len(shown)} status lines: " + " | ".join(shown[:12]) + (" | …" if len(shown) > 12 else ""))
-        print("longest silent gap per mode: " + ", ".join(f"{m} {g:.2f} s" for m, g, _ in rows), flush=True)
-        print("longest wait for progress per mode: " + ", ".join(f"{m} {w:.2f} s" for m, _, w in rows), flush=True)
+            print(
+                f"  {len(shown)} status lines: "
+                + " | ".join(shown[:12])
+                + (" | …" if len(shown) > 12 else "")
+            )
+        print(
+            "longest silent gap per mode: " + ", ".join(f"{m} {g:.2f} s" for m, g, _ in rows),
+            flush=True,
+        )
+        print(
+            "longest wait for progress per mode: "
+            + ", ".join(f"{m} {w:.2f} s" for m, _, w in rows),
+            flush=True,
+        )
 
     in_window(app, tmp, main)
 
@@ -512,16 +557,26 @@ async def take_screenshot(window: object, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--files", type=int, default=None, help="ingest only the first N milvus-docs files")
+    parser.add_argument(
+        "--files", type=int, default=None, help="ingest only the first N milvus-docs files"
+    )
     parser.add_argument("--skip-research", action="store_true")
     parser.add_argument("--skip-launch", action="store_true")
     parser.add_argument("--skip-stall", action="store_true")
     parser.add_argument(
-        "--big-library", type=int, default=10_000, help="open a library of N documents (0: skip)", metavar="N"
+        "--big-library",
+        type=int,
+        default=10_000,
+        help="open a library of N documents (0: skip)",
+        metavar="N",
     )
     parser.add_argument("--question", default="What is Milvus Lite and how do I install it?")
-    parser.add_argument("--screenshot", type=Path, help="after the run, save a picture of the window here")
-    parser.add_argument("--silence", action="store_true", help="only the longest silent gap of a run per mode")
+    parser.add_argument(
+        "--screenshot", type=Path, help="after the run, save a picture of the window here"
+    )
+    parser.add_argument(
+        "--silence", action="store_true", help="only the longest silent gap of a run per mode"
+    )
     parser.add_argument("--modes", nargs="+", default=["quick", "deep", "plan", "table", "hds"])
     parser.add_argument("--rounds", type=int, default=2, help="--silence: research rounds per run")
     parser.add_argument(
@@ -535,7 +590,9 @@ def main() -> None:
     GUI_THREAD_GC = not args.cpython_gc
     qt_app()
     if COLLECTOR is not None:
-        print("garbage collection: on the GUI thread (app/ui/gui_thread_gc.py), frozen once the library is open")
+        print(
+            "garbage collection: on the GUI thread (app/ui/gui_thread_gc.py), frozen once the library is open"
+        )
     else:
         print("garbage collection: CPython's own (--cpython-gc)")
     if args.silence:

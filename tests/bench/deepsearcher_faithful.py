@@ -27,7 +27,13 @@ from app.core.models import Hit, Report, SubQuery
 from app.research import prompts
 from app.research.budget import BudgetHit
 from app.research.context import RunContext
-from app.research.modes.deep import MAX_GAP_QUERIES, decompose, plan_round, reflect_messages, reflected
+from app.research.modes.deep import (
+    MAX_GAP_QUERIES,
+    decompose,
+    plan_round,
+    reflect_messages,
+    reflected,
+)
 from app.research.query_hygiene import clean_queries
 from app.research.snippets import SourceView
 
@@ -37,7 +43,9 @@ FAITHFUL_CHARS = 2000  # DeepSearcher shows whole chunks to its per-chunk judge 
 FAITHFUL_REPORT_VIEW = SourceView(max_sources=1000, chars=FAITHFUL_CHARS)
 
 JUDGE_CHUNK_SCHEMA = prompts.object_schema("judge_chunk", {"relevant": {"type": "boolean"}})
-FAITHFUL_REFLECT_SCHEMA = prompts.object_schema("reflect", {"gap_queries": prompts.string_list(MAX_GAP_QUERIES)})
+FAITHFUL_REFLECT_SCHEMA = prompts.object_schema(
+    "reflect", {"gap_queries": prompts.string_list(MAX_GAP_QUERIES)}
+)
 FAITHFUL_REFLECT_TASK = (
     "Decide whether more searches are needed to answer the question, given the queries already "
     f"searched and the documents found. If so, write at most {MAX_GAP_QUERIES} new search queries; "
@@ -75,7 +83,11 @@ async def judge_each_chunk(
             ),
         ]
         value = await ctx.call_structured(
-            subquery.node_id, messages, JUDGE_CHUNK_SCHEMA, default={"relevant": False}, max_tokens=16
+            subquery.node_id,
+            messages,
+            JUDGE_CHUNK_SCHEMA,
+            default={"relevant": False},
+            max_tokens=16,
         )
         relevant = bool(value.get("relevant")) if isinstance(value, dict) else False
         ctx.emit(
@@ -97,12 +109,17 @@ async def judge_each_chunk(
     return kept
 
 
-async def judge_round(ctx: RunContext, subqueries: Sequence[SubQuery], results: Sequence[list[Hit]]) -> None:
+async def judge_round(
+    ctx: RunContext, subqueries: Sequence[SubQuery], results: Sequence[list[Hit]]
+) -> None:
     """Judge every (sub-query, chunk) pair concurrently (within the call limit) and add
     the relevant chunks to the evidence table in sub-query order, even when one call fails."""
     round_queries = [sq.text for sq in subqueries]
     outcomes = await asyncio.gather(
-        *(judge_each_chunk(ctx, sq, list(hits), round_queries) for sq, hits in zip(subqueries, results, strict=True)),
+        *(
+            judge_each_chunk(ctx, sq, list(hits), round_queries)
+            for sq, hits in zip(subqueries, results, strict=True)
+        ),
         return_exceptions=True,
     )
     error: BaseException | None = None
@@ -119,7 +136,9 @@ async def judge_round(ctx: RunContext, subqueries: Sequence[SubQuery], results: 
         raise error
 
 
-async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str]) -> tuple[bool, list[str]]:
+async def reflect(
+    ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str]
+) -> tuple[bool, list[str]]:
     """DeepSearcher's reflection over every chunk found, whole: new queries, or an
     empty list when no more research is needed (the only way it stops)."""
     numbered = ctx.evidence.chunks()
@@ -128,7 +147,9 @@ async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], see
     docs = prompts.fence_many(items, max_chars=per, total_chars=ctx.prompt_chars)
     default: dict[str, Any] = {"gap_queries": []}
     messages = reflect_messages(ctx, searched, docs, FAITHFUL_REFLECT_TASK)
-    value = await ctx.call_structured(round_node, messages, FAITHFUL_REFLECT_SCHEMA, default=default)
+    value = await ctx.call_structured(
+        round_node, messages, FAITHFUL_REFLECT_SCHEMA, default=default
+    )
     if not isinstance(value, dict):
         value = default
     proposed = value.get("gap_queries", [])

@@ -20,7 +20,9 @@ def test_the_funnel_shows_where_the_gold_passages_are_lost() -> None:
     r = record("deep", "q1", retrieved=[1, 2, 5], judged=[1, 2], written=[2, 7], cited=[2], used=[])
     assert [r.recall(stage) for stage in FUNNEL] == [1.0, 1.0, 0.5, 0.5, 0.0]
     r.cited_prose, r.quoted = [2, 7], [2, 5, 7, 8]
-    other = record("deep", "q2", retrieved=[1], judged=[1], written=[1], cited=[1], used=[1], quoted=[1])
+    other = record(
+        "deep", "q2", retrieved=[1], judged=[1], written=[1], cited=[1], used=[1], quoted=[1]
+    )
     table = funnel_table([r, other, record("quick", "q1", retrieved=[3])], ["quick", "deep"])
     lines = table.splitlines()
     assert lines[2] == (
@@ -31,7 +33,10 @@ def test_the_funnel_shows_where_the_gold_passages_are_lost() -> None:
     assert lines[4].endswith("| 0.00 | – | 0.00 | – | 0.00 |")  # nothing cited: no precision
     # prose: q1 cites 1 of 2 gold (0.5), q2 none (0); precision 1/2 over the one record that cites
     # quotes: q1 quotes 1 gold of 4 (0.25), q2 1 of 1 (1.0)
-    assert lines[5] == "| deep | 0.75 | 0.75 | 0.50 | 0.50 | 0.25 | 0.25 | 0.50 (1/2) | 0.50 | 0.62 (2/2) | 0.00 |"
+    assert (
+        lines[5]
+        == "| deep | 0.75 | 0.75 | 0.50 | 0.50 | 0.25 | 0.25 | 0.50 (1/2) | 0.50 | 0.62 (2/2) | 0.00 |"
+    )
 
 
 def test_the_quotes_are_read_from_the_report_s_markdown() -> None:
@@ -44,8 +49,15 @@ def test_the_quotes_are_read_from_the_report_s_markdown() -> None:
 
 
 def test_compare_pairs_the_questions_both_runs_answered(tmp_path: Path) -> None:
-    before = [record("deep", "q1", cited=[]), record("deep", "q2", cited=[1]), record("deep", "q3", cited=[1, 2])]
-    after = [record("deep", "q1", cited=[1, 2]), record("deep", "q2", cited=[1, 2])]  # q3 not run yet
+    before = [
+        record("deep", "q1", cited=[]),
+        record("deep", "q2", cited=[1]),
+        record("deep", "q3", cited=[1, 2]),
+    ]
+    after = [
+        record("deep", "q1", cited=[1, 2]),
+        record("deep", "q2", cited=[1, 2]),
+    ]  # q3 not run yet
     path = tmp_path / "after.jsonl"
     path.write_text("".join(json.dumps({**r.__dict__, "unknown_field": 1}) + "\n" for r in after))
     loaded = load_records(path)  # a field the bench no longer knows is skipped

@@ -22,7 +22,9 @@ from app.research.engine import ResearchEngine  # noqa: E402
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
 REPORT = "Milvus is an open-source vector database built for similarity search [1]."
 SCRIPT: dict[str, Any] = {
-    "decompose": {"sub_queries": ["Milvus vector database features", "other vector databases compared"]},
+    "decompose": {
+        "sub_queries": ["Milvus vector database features", "other vector databases compared"]
+    },
     "judge": {"relevant": [1, 2]},
     "judge_chunk": {"relevant": True},
     "reflect": {"done": True, "summary": "enough", "gap_queries": []},
@@ -37,7 +39,9 @@ def of(events: list[Any], kind: type) -> list[Any]:
 async def test_faithful_variant_judges_each_chunk_and_costs_more() -> None:
     library = MemoryLibrary(list(MILVUS_CHUNKS))
     faithful = ScriptedModel(dict(SCRIPT), text=REPORT)
-    events = await collect(ResearchEngine(faithful, library).run(QUESTION, mode=MODE, runner=run_faithful))
+    events = await collect(
+        ResearchEngine(faithful, library).run(QUESTION, mode=MODE, runner=run_faithful)
+    )
     assert isinstance(events[0], RunStarted) and events[0].mode == MODE
     assert isinstance(events[-1], Finished)
     hits = sum(len(e.hits) for e in of(events, SearchFinished))
@@ -57,4 +61,6 @@ async def test_faithful_variant_judges_each_chunk_and_costs_more() -> None:
 async def test_the_product_has_no_faithful_mode() -> None:
     engine = ResearchEngine(ScriptedModel(dict(SCRIPT)), MemoryLibrary(list(MILVUS_CHUNKS)))
     events = await collect(engine.run(QUESTION, mode=MODE))
-    assert isinstance(events[-1], Failed) and f"Unknown research mode '{MODE}'" in events[-1].message
+    assert (
+        isinstance(events[-1], Failed) and f"Unknown research mode '{MODE}'" in events[-1].message
+    )

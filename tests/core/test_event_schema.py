@@ -24,7 +24,9 @@ def test_every_stored_event_says_its_schema_version() -> None:
 
 
 def test_an_event_from_before_versions_existed_still_reads() -> None:
-    event = ev.SubQueryPlanned(run_id="r", node_id="q1", parent_id="n1", text="sub", collections=("a",))
+    event = ev.SubQueryPlanned(
+        run_id="r", node_id="q1", parent_id="n1", text="sub", collections=("a",)
+    )
     data = stored(event)
     del data["v"]  # what the first versions wrote
     assert ev.event_from_dict(data) == event
@@ -33,7 +35,9 @@ def test_an_event_from_before_versions_existed_still_reads() -> None:
 def test_an_optional_field_the_writer_did_not_know_takes_its_default() -> None:
     data = stored(ev.Notice(run_id="r", message="careful", level="warning"))
     del data["node_id"]
-    assert ev.event_from_dict(data) == ev.Notice(run_id="r", message="careful", level="warning", ts=data["ts"])
+    assert ev.event_from_dict(data) == ev.Notice(
+        run_id="r", message="careful", level="warning", ts=data["ts"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -48,7 +52,16 @@ def test_an_optional_field_the_writer_did_not_know_takes_its_default() -> None:
         (lambda d: d.update(node_id=None), "got null"),
         (lambda d: d.update(v="one"), "bad schema version"),
     ],
-    ids=["unknown-type", "no-type", "missing", "extra", "wrong-type", "bool-for-int", "null", "bad-version"],
+    ids=[
+        "unknown-type",
+        "no-type",
+        "missing",
+        "extra",
+        "wrong-type",
+        "bool-for-int",
+        "null",
+        "bad-version",
+    ],
 )
 def test_a_malformed_event_is_refused_with_its_reason(change: Any, reason: str) -> None:
     data = stored(ev.RoundStarted(run_id="r", node_id="n1", round_no=1))
@@ -59,7 +72,10 @@ def test_a_malformed_event_is_refused_with_its_reason(change: Any, reason: str) 
 
 def test_nested_values_are_checked_too() -> None:
     data = stored(ev.SearchFinished(run_id="r", node_id="q1", hits=(Hit(CHUNK, 0.5, "q"),)))
-    bad_hit = {**data, "hits": [{"chunk": {"chunk_id": "c1"}, "score": 0.5}]}  # a chunk without its fields
+    bad_hit = {
+        **data,
+        "hits": [{"chunk": {"chunk_id": "c1"}, "score": 0.5}],
+    }  # a chunk without its fields
     with pytest.raises(ev.EventDecodeError, match="SearchFinished"):
         ev.event_from_dict(bad_hit)
     not_a_list = {**data, "hits": "c1"}  # a string is not a tuple of hits (nor of letters)

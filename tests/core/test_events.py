@@ -19,18 +19,26 @@ from app.core.models import (
     Usage,
 )
 
-CHUNK = Chunk("c1", "d1", "docs", "/x/a.md", "text", title="A", headings=("H1", "H2"), page=4, chunk_no=2)
+CHUNK = Chunk(
+    "c1", "d1", "docs", "/x/a.md", "text", title="A", headings=("H1", "H2"), page=4, chunk_no=2
+)
 EVIDENCE = Evidence(1, "c1", "what?", "quote", "/x/a.md", page=4, status=EvidenceStatus.SUPPORTING)
-TABLE = EntityTable("tool", ("name", "year"), (("Milvus", (TableCell("Milvus", 0.9, "c1"), TableCell())),))
+TABLE = EntityTable(
+    "tool", ("name", "year"), (("Milvus", (TableCell("Milvus", 0.9, "c1"), TableCell())),)
+)
 SAMPLES: list[ev.Event] = [
-    ev.RunStarted(run_id="r", question="q", mode="deep", collections=("a",), budget=Budget(max_rounds=2)),
+    ev.RunStarted(
+        run_id="r", question="q", mode="deep", collections=("a",), budget=Budget(max_rounds=2)
+    ),
     ev.RoundStarted(run_id="r", node_id="n1", round_no=1),
     ev.PlanWritten(run_id="r", node_id="p", steps=("s1", "s2")),
     ev.SubQueryPlanned(run_id="r", node_id="q1", parent_id="n1", text="sub", collections=("a",)),
     ev.SearchFinished(run_id="r", node_id="q1", hits=(Hit(CHUNK, 0.7, "sub"),)),
     ev.ChunkJudged(run_id="r", node_id="q1", chunk_id="c1", relevant=True, score=0.9),
     ev.ReasoningDelta(run_id="r", node_id="q1", text="hmm"),
-    ev.Reflected(run_id="r", node_id="f1", parent_id="n1", summary="s", gap_queries=("g",), done=False),
+    ev.Reflected(
+        run_id="r", node_id="f1", parent_id="n1", summary="s", gap_queries=("g",), done=False
+    ),
     ev.StepFinished(run_id="r", node_id="q1", finding="f", answered=True),
     ev.EvidenceAdded(run_id="r", evidence=EVIDENCE),
     ev.ReportStarted(run_id="r"),
@@ -39,7 +47,9 @@ SAMPLES: list[ev.Event] = [
     ev.TableReady(run_id="r", table=TABLE),
     ev.UsageUpdated(run_id="r", total=Usage(10, 5, 1.5, "m", 2)),
     ev.Notice(run_id="r", message="careful", level="warning"),
-    ev.PhaseChanged(run_id="r", phase="judge", text="Reading 12 passages", done=5, total=12, node_id="round1"),
+    ev.PhaseChanged(
+        run_id="r", phase="judge", text="Reading 12 passages", done=5, total=12, node_id="round1"
+    ),
     ev.Finished(
         run_id="r",
         report=Report("# Hi", evidence=(EVIDENCE,), open_questions=("why",), table=TABLE),
@@ -67,7 +77,9 @@ SAMPLES: list[ev.Event] = [
 
 def test_every_event_type_round_trips() -> None:
     covered = {type(event) for event in SAMPLES}
-    every_type = {cls for cls in ev._EVENT_TYPES.values() if cls not in (ev.ResearchEvent, ev.IngestEvent)}
+    every_type = {
+        cls for cls in ev._EVENT_TYPES.values() if cls not in (ev.ResearchEvent, ev.IngestEvent)
+    }
     # An event type added without a sample here would escape the persistence check.
     assert every_type - covered == set()
     for event in SAMPLES:
@@ -81,7 +93,13 @@ def test_usage_adds_up() -> None:
 
 
 def test_an_ingest_s_counts_are_one_type_from_tally_to_event_to_catalog_row() -> None:
-    counts = IngestCounts().counted("indexed", 4).counted("indexed", 2).counted("failed").counted("unchanged")
+    counts = (
+        IngestCounts()
+        .counted("indexed", 4)
+        .counted("indexed", 2)
+        .counted("failed")
+        .counted("unchanged")
+    )
     assert counts == IngestCounts(indexed=2, chunks=6, failed=1, unchanged=1) and counts.done == 4
     assert counts.counted("no such status") == counts
     finished = ev.IngestFinished(collection="c", elapsed_s=1.0, **dataclasses.asdict(counts))

@@ -55,8 +55,12 @@ def test_a_script_or_program_is_shown_in_the_file_manager(tmp_path: Path, suffix
     assert suffix in decision.reason and "instead of running it" in decision.reason
 
 
-@pytest.mark.parametrize("name", ["RUN.SH", "Setup.EXE", "Launcher.Desktop", "tool.AppImage", "setup.exe.", "x.bat "])
-def test_suffixes_are_matched_whatever_their_case_and_trailing_dots(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["RUN.SH", "Setup.EXE", "Launcher.Desktop", "tool.AppImage", "setup.exe.", "x.bat "]
+)
+def test_suffixes_are_matched_whatever_their_case_and_trailing_dots(
+    tmp_path: Path, name: str
+) -> None:
     path = _file(tmp_path, name)
     assert decide_open(path).action == "reveal"
 
@@ -85,14 +89,18 @@ def test_any_execute_bit_means_reveal_even_for_a_document_name(tmp_path: Path, m
         ("tool", b"\xcf\xfa\xed\xfe\x07\x00"),
     ],
 )
-def test_a_file_that_starts_like_a_program_is_revealed(tmp_path: Path, name: str, content: bytes) -> None:
+def test_a_file_that_starts_like_a_program_is_revealed(
+    tmp_path: Path, name: str, content: bytes
+) -> None:
     path = _file(tmp_path, name, content)
     decision = decide_open(path)
     assert decision.action == "reveal"
     assert "starts like a program" in decision.reason
 
 
-@pytest.mark.parametrize(("name", "kind"), [("folder", "a folder"), ("Tool.app", "an application bundle")])
+@pytest.mark.parametrize(
+    ("name", "kind"), [("folder", "a folder"), ("Tool.app", "an application bundle")]
+)
 def test_a_directory_or_bundle_is_revealed(tmp_path: Path, name: str, kind: str) -> None:
     folder = tmp_path / name
     folder.mkdir()

@@ -35,7 +35,9 @@ def test_the_page_asked_for_is_rendered_at_the_width_asked_for(tmp_path: Path) -
     fx, fy = rect_centre()
     assert brightness_at(two, fx, fy) < 30  # page 2's black rectangle
     assert brightness_at(one, fx, fy) > 225  # page 1 is white there
-    assert brightness_at(two, 0.95, 0.95) > 225  # a white corner: rendered on white, not transparent
+    assert (
+        brightness_at(two, 0.95, 0.95) > 225
+    )  # a white corner: rendered on white, not transparent
 
 
 def test_a_huge_request_is_capped(tmp_path: Path) -> None:
@@ -75,7 +77,9 @@ def test_a_transparent_image_is_shown_on_white(tmp_path: Path) -> None:
         ("folder.pdf", 1, "folder.pdf is no longer there"),
     ],
 )
-def test_what_cannot_be_shown_is_said_in_a_sentence(tmp_path: Path, name: str, page: int, says: str) -> None:
+def test_what_cannot_be_shown_is_said_in_a_sentence(
+    tmp_path: Path, name: str, page: int, says: str
+) -> None:
     marked_pdf(tmp_path / "marked.pdf")
     marked_pdf(tmp_path / "locked.pdf", password="secret")
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\nnot really a pdf\n")
@@ -96,16 +100,23 @@ def test_an_image_too_large_to_decode_is_refused_before_decoding(
     path = tmp_path / "poster.png"
     Image.new("RGB", (300, 200), (0, 0, 0)).save(path)
     monkeypatch.setattr(page_images, "MAX_SOURCE_PIXELS", 300 * 200 - 1)
-    with pytest.raises(PageImageError, match=r"poster.png is too large to show \(300 × 200 pixels\)"):
+    with pytest.raises(
+        PageImageError, match=r"poster.png is too large to show \(300 × 200 pixels\)"
+    ):
         render_page(str(path), 1, 800)
 
 
 def test_which_files_have_pages() -> None:
     assert page_kind("/d/a.PDF") == "pdf"
-    assert [page_kind(f"/d/a{s}") for s in (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif")] == [
-        "image"
-    ] * 8
-    assert page_kind("/d/a.md") is None and page_kind("/d/a.docx") is None and page_kind("/d/pdf") is None
+    assert [
+        page_kind(f"/d/a{s}")
+        for s in (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif")
+    ] == ["image"] * 8
+    assert (
+        page_kind("/d/a.md") is None
+        and page_kind("/d/a.docx") is None
+        and page_kind("/d/pdf") is None
+    )
 
 
 def _marked_rows(path: Path, page: int, quote: str) -> list[int]:
@@ -116,7 +127,9 @@ def _marked_rows(path: Path, page: int, quote: str) -> list[int]:
     assert plain.size == marked.size
     rows, washed = [], 0
     for y in range(plain.height):
-        changed = [x for x in range(0, plain.width, 3) if plain.getpixel((x, y)) != marked.getpixel((x, y))]
+        changed = [
+            x for x in range(0, plain.width, 3) if plain.getpixel((x, y)) != marked.getpixel((x, y))
+        ]
         if changed:
             rows.append(y)
             for x in changed:  # white paper under the highlighter: red kept, blue taken out
@@ -139,12 +152,16 @@ def test_the_cited_passage_is_washed_yellow_where_the_page_has_it(tmp_path: Path
     pdf = tmp_path / "log.pdf"
     pdf.write_bytes(text_pdf())
     second_page = PAGE_TEXTS[1]
-    rows = _marked_rows(pdf, 2, " ".join(second_page[1:]))  # as a chunk joins the lines: no line breaks
+    rows = _marked_rows(
+        pdf, 2, " ".join(second_page[1:])
+    )  # as a chunk joins the lines: no line breaks
     top, bottom = _line_band(1)[0], _line_band(2)[1]
     assert rows and top <= rows[0] and rows[-1] <= bottom, (rows[0], rows[-1], top, bottom)
     assert any(_line_band(1)[0] <= y <= _line_band(1)[1] for y in rows)
     assert any(_line_band(2)[0] <= y <= _line_band(2)[1] for y in rows)
-    assert not any(_line_band(0)[0] <= y <= _line_band(0)[1] for y in rows)  # the line before is not marked
+    assert not any(
+        _line_band(0)[0] <= y <= _line_band(0)[1] for y in rows
+    )  # the line before is not marked
 
     # a passage that began on page 1 is marked on page 2 only as far as it runs there
     run_on = f"{PAGE_TEXTS[0][-1]} {second_page[0]}"

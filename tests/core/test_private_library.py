@@ -31,11 +31,15 @@ def _open_to_others(home: Path, *, except_under: Path | None = None) -> list[str
     return found
 
 
-def test_a_new_library_is_private_under_umask_022_and_an_old_one_is_tightened_once(tmp_path: Path) -> None:
+def test_a_new_library_is_private_under_umask_022_and_an_old_one_is_tightened_once(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "notes.md").write_text("# Notes\n\nThe wombat ledger is kept in the shed.\n", encoding="utf-8")
+    (docs / "notes.md").write_text(
+        "# Notes\n\nThe wombat ledger is kept in the shed.\n", encoding="utf-8"
+    )
     env = {**os.environ, "FATHOM_HOME": str(home)}
 
     done = run_fathom("ingest", str(docs), "--collection", "notes", env=env, umask=0o022)

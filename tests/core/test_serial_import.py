@@ -49,7 +49,9 @@ class Gate(types.ModuleType):
         if name.endswith("_one"):
             self.first_inside.set()
             if self.hold_first.is_set():
-                assert self.release_first.wait(timeout=30), "the test never released the first import"
+                assert self.release_first.wait(timeout=30), (
+                    "the test never released the first import"
+                )
             else:
                 # long enough for the second thread, already running, to start its import
                 # if nothing stops it; with the lock it cannot, and this times out
@@ -73,7 +75,9 @@ def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
         sys.modules.pop(name, None)
 
 
-def _import_in_thread(name: str, errors: list[BaseException], ready: threading.Event | None = None) -> threading.Thread:
+def _import_in_thread(
+    name: str, errors: list[BaseException], ready: threading.Event | None = None
+) -> threading.Thread:
     def work() -> None:
         try:
             if ready is not None:
@@ -102,7 +106,10 @@ def test_two_threads_first_imports_take_turns(gate: Gate) -> None:
     assert errors == []
     assert gate.overlaps == [], f"imports ran at once: {gate.overlaps}"
     assert first in sys.modules and second in sys.modules
-    assert gate.seen_initialising == {first: True, second: True}  # inside its body a module is not yet "imported"
+    assert gate.seen_initialising == {
+        first: True,
+        second: True,
+    }  # inside its body a module is not yet "imported"
     assert serial.imported(first) and serial.imported(second)
 
 

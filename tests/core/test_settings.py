@@ -51,8 +51,13 @@ def test_wrong_type_and_unknown_key_are_reported(tmp_path: Path) -> None:
     path = tmp_path / "settings.toml"
     path.write_text('version = 1\n[research]\nmax_rounds = "lots"\ntop_k = 9\n', encoding="utf-8")
     settings, problem = load_settings(path)
-    assert problem is not None and "'research.max_rounds' is 'lots', not a whole number from 1 to 100" in problem
-    assert settings == replace_setting(Settings(), "research.top_k", 9)  # the rest of the file is kept
+    assert (
+        problem is not None
+        and "'research.max_rounds' is 'lots', not a whole number from 1 to 100" in problem
+    )
+    assert settings == replace_setting(
+        Settings(), "research.top_k", 9
+    )  # the rest of the file is kept
 
     path.write_text("version = 1\n[research]\nmax_roundz = 3\n", encoding="utf-8")
     settings, problem = load_settings(path)
@@ -83,7 +88,9 @@ def test_crash_mid_write_leaves_the_old_file(tmp_path: Path) -> None:
         save_settings(replace_setting(Settings(), "research.max_rounds", 9), Path({str(path)!r}))
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2], check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parents[2], check=False
+    )
     assert result.returncode == -9
     assert path.read_bytes() == before
     loaded, problem = load_settings(path)
@@ -100,17 +107,48 @@ def test_fathom_home_holds_everything(fathom_home: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "said"),
     [
-        ("[research]\ntop_k = -5", "'research.top_k' is -5, not a whole number from 1 to 200; using 6."),
-        ("[research]\ntop_k = 0", "'research.top_k' is 0, not a whole number from 1 to 200; using 6."),
-        ("[ingest]\nworkers = 100000", "'ingest.workers' is 100,000, not a whole number from 0 to 256; using 0."),
-        ("[ingest]\nmax_file_mb = true", "'ingest.max_file_mb' is true, not a whole number from 1 to 1,000,000"),
-        ("[ingest]\nmax_file_mb = -1", "'ingest.max_file_mb' is -1, not a whole number from 1 to 1,000,000"),
+        (
+            "[research]\ntop_k = -5",
+            "'research.top_k' is -5, not a whole number from 1 to 200; using 6.",
+        ),
+        (
+            "[research]\ntop_k = 0",
+            "'research.top_k' is 0, not a whole number from 1 to 200; using 6.",
+        ),
+        (
+            "[ingest]\nworkers = 100000",
+            "'ingest.workers' is 100,000, not a whole number from 0 to 256; using 0.",
+        ),
+        (
+            "[ingest]\nmax_file_mb = true",
+            "'ingest.max_file_mb' is true, not a whole number from 1 to 1,000,000",
+        ),
+        (
+            "[ingest]\nmax_file_mb = -1",
+            "'ingest.max_file_mb' is -1, not a whole number from 1 to 1,000,000",
+        ),
         ("[ingest]\nocr = 1", "'ingest.ocr' is 1, not true or false; using true."),
-        ("[model]\ntemperature = nan", "'model.temperature' is nan, not a number from 0 to 2; using 0.2."),
-        ("[model]\nbackend = 'gpt'", "'model.backend' is 'gpt', not one of 'auto', 'llamacpp', 'ollama', 'openai'"),
+        (
+            "[model]\ntemperature = nan",
+            "'model.temperature' is nan, not a number from 0 to 2; using 0.2.",
+        ),
+        (
+            "[model]\nbackend = 'gpt'",
+            "'model.backend' is 'gpt', not one of 'auto', 'llamacpp', 'ollama', 'openai'",
+        ),
         ("[research]\nmode = 'fast'", "'research.mode' is 'fast', not one of 'deep', 'plan'"),
     ],
-    ids=["negative", "zero", "huge", "bool-for-int", "minus-one", "int-for-bool", "nan", "backend", "mode"],
+    ids=[
+        "negative",
+        "zero",
+        "huge",
+        "bool-for-int",
+        "minus-one",
+        "int-for-bool",
+        "nan",
+        "backend",
+        "mode",
+    ],
 )
 def test_a_value_out_of_range_or_of_the_wrong_type_is_named_and_its_default_used(
     tmp_path: Path, line: str, said: str

@@ -13,7 +13,9 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterator[tuple[Path, str]]:
+def real_run(
+    tmp_path_factory: pytest.TempPathFactory, shared_data: Path
+) -> Iterator[tuple[Path, str]]:
     """(FATHOM_HOME, run id) of a finished run that ``fathom ask`` recorded over two Milvus
     doc pages ingested for real; the starter model writes it."""
     from app.commands import ask
@@ -27,11 +29,15 @@ def real_run(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Ite
     with pytest.MonkeyPatch.context() as env:
         env.setenv("FATHOM_HOME", str(home))
         settings = replace_setting(Settings(), "model.llamacpp.n_threads", 1)  # a busy shared CPU
-        save_settings(replace_setting(settings, "model.llamacpp.n_ctx", 4096), app_paths().settings_file)
+        save_settings(
+            replace_setting(settings, "model.llamacpp.n_ctx", 4096), app_paths().settings_file
+        )
 
         async def ingest() -> list[Any]:
             library = Library.open(Settings(), app_paths())
-            files = [shared_data / "milvus-docs" / "about" / n for n in ("limitations.md", "overview.md")]
+            files = [
+                shared_data / "milvus-docs" / "about" / n for n in ("limitations.md", "overview.md")
+            ]
             try:
                 return [event async for event in library.ingest(files, "docs")]
             finally:

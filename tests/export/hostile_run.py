@@ -15,7 +15,9 @@ from app.store.research_runs import RunStore
 
 def home_paths(home: Path) -> AppPaths:
     """The data folders of a FATHOM_HOME, made."""
-    return AppPaths(config_dir=home / "config", data_dir=home / "data", cache_dir=home / "cache").ensure()
+    return AppPaths(
+        config_dir=home / "config", data_dir=home / "data", cache_dir=home / "cache"
+    ).ensure()
 
 
 QUESTION = "What does Milvus limit, and why? <script>alert('q')</script> ## Sources"
@@ -33,7 +35,12 @@ HOSTILE = [
     "1. a list\n2. more\n\n    indented code\n\t\ttabs",
     "back\\slash \\` tick ` two `` three ``` www.evil.example mailto:a@b.example",
 ]
-TITLES = ["Limits <b>bold</b> | *stars*", "`ticks` and ``more``", "# Not a heading", "[1] not a citation"]
+TITLES = [
+    "Limits <b>bold</b> | *stars*",
+    "`ticks` and ``more``",
+    "# Not a heading",
+    "[1] not a citation",
+]
 
 
 def _paragraphs(shared_data: Path) -> list[str]:
@@ -89,15 +96,23 @@ OPEN_QUESTIONS = f"## Open questions\n\n- {OPEN_QUESTION}\n"
 
 
 def engine_sources(evidence: list[Evidence]) -> str:
-    return "## Sources\n\n" + "\n".join(f"- [{e.number}] {e.title} — {e.path}" for e in evidence[:12]) + "\n"
+    return (
+        "## Sources\n\n"
+        + "\n".join(f"- [{e.number}] {e.title} — {e.path}" for e in evidence[:12])
+        + "\n"
+    )
 
 
-def record_hostile_run(store: RunStore, shared_data: Path, run_id: str = "hostile-run") -> tuple[str, list[Evidence]]:
+def record_hostile_run(
+    store: RunStore, shared_data: Path, run_id: str = "hostile-run"
+) -> tuple[str, list[Evidence]]:
     """Record the run in ``store`` as the engine records a finished one; returns its id and evidence."""
     evidence = hostile_evidence(shared_data)
     markdown = BODY + "\n" + engine_sources(evidence) + "\n" + OPEN_QUESTIONS
     store.start_run(run_id, question=QUESTION, mode="deep", model="scripted", collections=["docs"])
     store.save_evidence(run_id, evidence)
     report = Report(markdown=markdown, evidence=tuple(evidence), open_questions=(OPEN_QUESTION,))
-    store.finish_run(run_id, status="finished", stop_reason="completed", report=report, elapsed_s=1.0)
+    store.finish_run(
+        run_id, status="finished", stop_reason="completed", report=report, elapsed_s=1.0
+    )
     return run_id, evidence

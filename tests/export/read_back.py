@@ -170,7 +170,9 @@ _PDF_ENTRY = re.compile(r"^\[(\d+)\] (?=.* — )", re.MULTILINE)
 
 def pdf_text(path: Path) -> str:
     """The PDF's text, without the page numbers Qt prints at the foot of each page."""
-    done = subprocess.run(["pdftotext", "-enc", "UTF-8", str(path), "-"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["pdftotext", "-enc", "UTF-8", str(path), "-"], capture_output=True, text=True, check=True
+    )
     pages = []
     for number, page in enumerate(unicodedata.normalize("NFKC", done.stdout).split("\f"), start=1):
         lines = page.rstrip("\n").split("\n")

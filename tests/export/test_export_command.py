@@ -25,7 +25,13 @@ TABLE = EntityTable(
     "database",
     ("license", "language"),
     (
-        ("Milvus", (TableCell("Apache-2.0", 0.9, "c1", "under the Apache 2.0 license"), TableCell("Go", 0.8, "c2"))),
+        (
+            "Milvus",
+            (
+                TableCell("Apache-2.0", 0.9, "c1", "under the Apache 2.0 license"),
+                TableCell("Go", 0.8, "c2"),
+            ),
+        ),
         ('Weaviate "quoted", | piped', (TableCell("BSD-3", 0.2, "c3"), TableCell("", 0.0, ""))),
     ),
 )
@@ -33,7 +39,11 @@ TABLE = EntityTable(
 
 def fathom(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The ``fathom`` script as a user runs it, with no display at all and umask 022."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
     env["FATHOM_HOME"] = str(home)
     return run_fathom("export", *args, env=env, cwd=cwd, timeout=300, umask=0o022)
 
@@ -44,7 +54,9 @@ def runs(fathom_home: Path, shared_data: Path) -> list[str]:
     store = RunStore.open(app_paths())
     try:
         record_hostile_run(store, shared_data, run_id="hostile-0001")
-        store.start_run("table-0002", question="Which vector databases, under which license?", mode="table")
+        store.start_run(
+            "table-0002", question="Which vector databases, under which license?", mode="table"
+        )
         report = Report(markdown="The table lists two databases [1].\n", table=TABLE)
         store.finish_run("table-0002", status="finished", report=report)
         store.start_run("running-0004", question="Still going?", mode="quick")
@@ -55,23 +67,42 @@ def runs(fathom_home: Path, shared_data: Path) -> list[str]:
     return ["hostile-0001", "table-0002", "running-0004", "failed-0005"]
 
 
-def test_export_writes_every_format_that_reads_back(runs: list[str], fathom_home: Path, tmp_path: Path) -> None:
+def test_export_writes_every_format_that_reads_back(
+    runs: list[str], fathom_home: Path, tmp_path: Path
+) -> None:
     # Markdown to standard output, the run named by a prefix of its id
     md = fathom("hostile", "--format", "md", "-o", "-", home=fathom_home, cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     back = read_markdown(md.stdout)
-    assert back.headings.count("Sources") == 1 and [n for n, _ in back.sources()] == list(range(1, 13))
+    assert back.headings.count("Sources") == 1 and [n for n, _ in back.sources()] == list(
+        range(1, 13)
+    )
     assert "Also consulted" not in back.headings
 
     # HTML by the file's suffix, with the sources consulted but not cited
-    html = fathom("hostile-0001", "-o", "out/report.html", "--include-consulted", home=fathom_home, cwd=tmp_path)
+    html = fathom(
+        "hostile-0001",
+        "-o",
+        "out/report.html",
+        "--include-consulted",
+        home=fathom_home,
+        cwd=tmp_path,
+    )
     assert html.returncode == 0, html.stderr
     assert "Exported to" in html.stderr
     back = read_html((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
     assert [n for n, _ in back.sources("Also consulted")] == [13, 14]
 
     # PDF with no display: Qt's offscreen platform, started by the command itself
-    pdf = fathom("hostile-0001", "--format", "pdf", "-o", str(tmp_path / "report.pdf"), home=fathom_home, cwd=tmp_path)
+    pdf = fathom(
+        "hostile-0001",
+        "--format",
+        "pdf",
+        "-o",
+        str(tmp_path / "report.pdf"),
+        home=fathom_home,
+        cwd=tmp_path,
+    )
     assert pdf.returncode == 0, pdf.stderr
     back = read_pdf(tmp_path / "report.pdf")
     assert [n for n, _ in back.sources()] == list(range(1, 13))
@@ -90,12 +121,24 @@ def test_export_writes_every_format_that_reads_back(runs: list[str], fathom_home
     ("args", "code", "says"),
     [
         (["nope", "-o", "x.md"], 1, "No research run 'nope'. List runs with `fathom history`."),
-        (["running-0004", "-o", "x.md"], 1, "Run running-0004 is still in progress: export it when it has finished."),
-        (["failed-0005", "-o", "x.md"], 1, "Run failed-0005 failed (the model is not running): it has no report"),
+        (
+            ["running-0004", "-o", "x.md"],
+            1,
+            "Run running-0004 is still in progress: export it when it has finished.",
+        ),
+        (
+            ["failed-0005", "-o", "x.md"],
+            1,
+            "Run failed-0005 failed (the model is not running): it has no report",
+        ),
         (["hostile-0001", "-o", "x.csv"], 1, "This run has no table to export as CSV"),
         (["hostile-0001", "-o", "notes.txt/report.md"], 1, "Cannot write notes.txt/report.md: "),
         (["hostile-0001", "-o", "report.txt"], 2, "Cannot tell the format from “.txt”"),
-        (["hostile-0001", "--format", "pdf", "-o", "-"], 2, "A PDF cannot go to the terminal: give a file with -o"),
+        (
+            ["hostile-0001", "--format", "pdf", "-o", "-"],
+            2,
+            "A PDF cannot go to the terminal: give a file with -o",
+        ),
     ],
 )
 def test_export_refuses_with_one_clear_sentence(

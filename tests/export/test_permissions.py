@@ -33,8 +33,12 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-@pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600), (0o027, 0o640)])
-def test_a_new_export_follows_the_umask(tmp_path: Path, umask: Any, mask: int, expected: int) -> None:
+@pytest.mark.parametrize(
+    ("mask", "expected"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600), (0o027, 0o640)]
+)
+def test_a_new_export_follows_the_umask(
+    tmp_path: Path, umask: Any, mask: int, expected: int
+) -> None:
     umask(mask)
     assert current_umask() == mask
     path = write_export(tmp_path / "out" / "report.md", b"# Report\n")
@@ -52,9 +56,15 @@ def test_overwriting_a_private_file_gives_it_normal_permissions(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("suffix", [".md", ".html", ".pdf"])
-def test_the_windows_export_writes_normal_permissions(qapp: Any, tmp_path: Path, umask: Any, suffix: str) -> None:
-    evidence = [Evidence(1, "c1", "q", "Milvus is a vector database.", "/docs/milvus.md", title="Milvus")]
-    path = export_report(tmp_path / f"report{suffix}", "What is Milvus?", "Milvus stores vectors [1].\n", evidence)
+def test_the_windows_export_writes_normal_permissions(
+    qapp: Any, tmp_path: Path, umask: Any, suffix: str
+) -> None:
+    evidence = [
+        Evidence(1, "c1", "q", "Milvus is a vector database.", "/docs/milvus.md", title="Milvus")
+    ]
+    path = export_report(
+        tmp_path / f"report{suffix}", "What is Milvus?", "Milvus stores vectors [1].\n", evidence
+    )
     assert mode(path) == 0o644
 
 

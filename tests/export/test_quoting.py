@@ -33,16 +33,27 @@ def test_quoted_text_reads_back_as_written_in_markdown_it() -> None:
     for text in _mixes(3000):
         tokens = parser.parse(f"> {quote_text(text)}\n")
         kinds = [t.type for t in tokens]
-        assert kinds == ["blockquote_open", "paragraph_open", "inline", "paragraph_close", "blockquote_close"], text
+        assert kinds == [
+            "blockquote_open",
+            "paragraph_open",
+            "inline",
+            "paragraph_close",
+            "blockquote_close",
+        ], text
         children = tokens[2].children or []
-        assert {c.type for c in children} <= {"text", "code_inline"}, (text, [c.type for c in children])
+        assert {c.type for c in children} <= {"text", "code_inline"}, (
+            text,
+            [c.type for c in children],
+        )
         assert "".join(c.content for c in children) == flat(text), text
 
 
 def test_quoted_text_reads_back_as_written_in_qt(qapp: Any) -> None:
     for text in _mixes(600):
         doc = QTextDocument()
-        doc.setMarkdown(f"> {quote_text(text)}\n", QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+        doc.setMarkdown(
+            f"> {quote_text(text)}\n", QTextDocument.MarkdownFeature.MarkdownDialectGitHub
+        )
         assert doc.toPlainText().strip() == flat(text).strip(), text
 
 
@@ -53,6 +64,12 @@ def test_a_source_entry_is_one_list_item_whatever_its_title_path_and_passage() -
         tokens = parser.parse(source_entry(e))
         assert tokens[0].type == "bullet_list_open" and tokens[-1].type == "bullet_list_close", text
         assert [t.type for t in tokens].count("list_item_open") == 1, (i, text)
-        assert not {t.type for t in tokens} & {"html_block", "fence", "code_block", "heading_open", "table_open"}
+        assert not {t.type for t in tokens} & {
+            "html_block",
+            "fence",
+            "code_block",
+            "heading_open",
+            "table_open",
+        }
         inline = [c for t in tokens if t.type == "inline" for c in t.children or []]
         assert not {c.type for c in inline} & {"link_open", "image", "html_inline"}, text

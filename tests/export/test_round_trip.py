@@ -39,7 +39,11 @@ def _write(content: ReportContent, path: Path, include_consulted: bool = False) 
 
 
 def _cited(body: str) -> list[int]:
-    return [int(n) for group in re.findall(r"\[(\d+(?:\s*,\s*\d+)*)\]", body) for n in re.split(r"\s*,\s*", group)]
+    return [
+        int(n)
+        for group in re.findall(r"\[(\d+(?:\s*,\s*\d+)*)\]", body)
+        for n in re.split(r"\s*,\s*", group)
+    ]
 
 
 def _check_structure(back: ReadBack, cited: list[int]) -> None:
@@ -61,7 +65,9 @@ def _entry_holds(entry: str, e: Evidence, fmt: str) -> bool:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_a_run_with_hostile_passages_round_trips(qapp: Any, tmp_path: Path, shared_data: Path, fmt: str) -> None:
+def test_a_run_with_hostile_passages_round_trips(
+    qapp: Any, tmp_path: Path, shared_data: Path, fmt: str
+) -> None:
     store = RunStore(home_paths(tmp_path / "home").catalog_file)
     try:
         run_id, evidence = record_hostile_run(store, shared_data)
@@ -93,7 +99,9 @@ def test_a_run_with_hostile_passages_round_trips(qapp: Any, tmp_path: Path, shar
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_a_real_run_round_trips(qapp: Any, tmp_path: Path, real_run: tuple[Path, str], fmt: str) -> None:
+def test_a_real_run_round_trips(
+    qapp: Any, tmp_path: Path, real_run: tuple[Path, str], fmt: str
+) -> None:
     home, run_id = real_run
     store = RunStore(home_paths(home).catalog_file)
     try:

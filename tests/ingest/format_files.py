@@ -32,8 +32,12 @@ def make_format_files(folder: Path) -> dict[Path, str]:
     _mhtml(add("saved-page.mhtml", "butterbur"), sentence("butterbur"))
     add("note.boxnote", "knapweed").write_text(_boxnote(sentence("knapweed")), encoding="utf-8")
     add("paper.nxml", "eyebright").write_text(_jats(sentence("eyebright")), encoding="utf-8")
-    add("manual.asc", "goosegrass").write_text(f"= Manual\n\n{sentence('goosegrass')}\n", encoding="utf-8")
-    add("report.qmd", "hawkbit").write_text(f"---\ntitle: Report\n---\n\n{sentence('hawkbit')}\n", encoding="utf-8")
+    add("manual.asc", "goosegrass").write_text(
+        f"= Manual\n\n{sentence('goosegrass')}\n", encoding="utf-8"
+    )
+    add("report.qmd", "hawkbit").write_text(
+        f"---\ntitle: Report\n---\n\n{sentence('hawkbit')}\n", encoding="utf-8"
+    )
     _docx(add("macro-doc.docm", "sneezewort"), sentence("sneezewort"))
     _docx(add("template.dotx", "woundwort"), sentence("woundwort"))
     _xlsx(add("macro-book.xlsm", "pennycress"), sentence("pennycress"))

@@ -21,10 +21,14 @@ MILVUS_SUBSET = (
 
 
 def paths_in(root: Path) -> AppPaths:
-    return AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    return AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
 
 
-async def ingest_saying(home: Path, folder: Path, collection: str) -> tuple[list[IngestEvent], list[str]]:
+async def ingest_saying(
+    home: Path, folder: Path, collection: str
+) -> tuple[list[IngestEvent], list[str]]:
     """Ingest ``folder`` into a library of its own at ``home``: every event, and each
     progress line said while a file was read ("x.pdf: OCR, page 1 of 3")."""
     from app.core.events import IngestProgress
@@ -57,7 +61,9 @@ def make_pptx(path: Path) -> Path:
     deck = Presentation()
     slide = deck.slides.add_slide(deck.slide_layouts[1])
     slide.shapes.title.text = "Field Observations"
-    slide.placeholders[1].text = "Aurora borealis sightings doubled over the tundra station in March."
+    slide.placeholders[
+        1
+    ].text = "Aurora borealis sightings doubled over the tundra station in March."
     deck.save(str(path))
     return path
 
@@ -106,7 +112,9 @@ def make_encrypted_pdf(source: Path, target: Path) -> Path:
     return target
 
 
-def copy_subset(shared_data: Path, target: Path, names: tuple[str, ...] = MILVUS_SUBSET) -> list[Path]:
+def copy_subset(
+    shared_data: Path, target: Path, names: tuple[str, ...] = MILVUS_SUBSET
+) -> list[Path]:
     copied = []
     for name in names:
         source = shared_data / "milvus-docs" / name

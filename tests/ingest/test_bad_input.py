@@ -28,7 +28,9 @@ def _make_bad_folder(docs: Path, pdf: Path) -> Path:
     (docs / "random.pdf").write_bytes(os.urandom(8192))
     (docs / "truncated.pdf").write_bytes(pdf.read_bytes()[: pdf.stat().st_size // 2])
     make_encrypted_pdf(pdf, docs / "locked.pdf")
-    Path(os.fsdecode(os.fsencode(docs) + b"/r\xe9sum\xe9.md")).write_bytes(b"# CV\n")  # a Latin-1 name
+    Path(os.fsdecode(os.fsencode(docs) + b"/r\xe9sum\xe9.md")).write_bytes(
+        b"# CV\n"
+    )  # a Latin-1 name
     os.symlink(docs, docs / "loop")
     return docs
 
@@ -47,7 +49,10 @@ async def test_each_bad_file_gets_a_reason_and_the_good_one_is_indexed(
             "empty.txt": ("skipped", "The file is empty"),
             "random.pdf": ("failed", "is not a PDF"),
             "truncated.pdf": ("failed", "damaged or incomplete"),
-            "locked.pdf": ("failed", "The PDF is encrypted; Fathom cannot read password-protected files."),
+            "locked.pdf": (
+                "failed",
+                "The PDF is encrypted; Fathom cannot read password-protected files.",
+            ),
             "r\\xe9sum\\xe9.md": ("skipped", "not valid UTF-8"),
             "loop": ("skipped", "symbolic link loop"),
         }
@@ -59,7 +64,11 @@ async def test_each_bad_file_gets_a_reason_and_the_good_one_is_indexed(
         end = events[-1]
         assert isinstance(end, IngestFinished)
         assert (end.indexed, end.failed, end.skipped) == (1, 3, 3)
-        assert sorted(Path(p).name for p, _ in end.failures) == ["locked.pdf", "random.pdf", "truncated.pdf"]
+        assert sorted(Path(p).name for p, _ in end.failures) == [
+            "locked.pdf",
+            "random.pdf",
+            "truncated.pdf",
+        ]
 
         recorded = {Path(d.path).name: d for d in await library.documents("tides")}
         for name, (status, reason) in expected.items():
@@ -71,7 +80,9 @@ async def test_each_bad_file_gets_a_reason_and_the_good_one_is_indexed(
         await library.aclose()
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv to drop root's file access")
+@pytest.mark.skipif(
+    shutil.which("setpriv") is None, reason="needs util-linux setpriv to drop root's file access"
+)
 def test_an_unreadable_file_is_reported_and_the_rest_indexed(tmp_path: Path) -> None:
     """The tests run as root, and root reads files whatever their mode. The ingest runs
     in a subprocess started through ``setpriv`` without CAP_DAC_OVERRIDE and
@@ -85,8 +96,17 @@ def test_an_unreadable_file_is_reported_and_the_rest_indexed(tmp_path: Path) -> 
     home = tmp_path / "home"
     env = {**os.environ, "FATHOM_HOME": str(home), "PYTHONPATH": str(REPO)}
     drop = "-dac_override,-dac_read_search"
-    command = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", sys.executable, "-m", "app"]
-    result = run_fathom("ingest", str(docs), "--collection", "perms", env=env, cwd=REPO, program=command)
+    command = [
+        "setpriv",
+        f"--inh-caps={drop}",
+        f"--bounding-set={drop}",
+        sys.executable,
+        "-m",
+        "app",
+    ]
+    result = run_fathom(
+        "ingest", str(docs), "--collection", "perms", env=env, cwd=REPO, program=command
+    )
     assert result.returncode == 0, result.stderr
     assert f"{secret}: Fathom has no permission to read this file." in result.stderr
     assert "1 indexed" in result.stderr and "1 failed" in result.stderr

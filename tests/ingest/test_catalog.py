@@ -15,7 +15,12 @@ from app.store.catalog import Catalog
 
 def _doc(n: int, status: DocumentStatus = DocumentStatus.INDEXED, chunks: int = 3) -> Document:
     return Document(
-        doc_id=f"d{n}", collection="c", path=f"/docs/{n}.md", status=status, chunk_count=chunks, content_hash=f"h{n}"
+        doc_id=f"d{n}",
+        collection="c",
+        path=f"/docs/{n}.md",
+        status=status,
+        chunk_count=chunks,
+        content_hash=f"h{n}",
     )
 
 
@@ -23,10 +28,20 @@ def test_collections_count_only_indexed_documents(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
     catalog.create_collection("c", "about cats", "model-x", 384)
     catalog.save_documents(
-        [_doc(1), _doc(2, chunks=5), _doc(3, DocumentStatus.FAILED, 0), _doc(4, DocumentStatus.PENDING, 0)]
+        [
+            _doc(1),
+            _doc(2, chunks=5),
+            _doc(3, DocumentStatus.FAILED, 0),
+            _doc(4, DocumentStatus.PENDING, 0),
+        ]
     )
     (collection,) = catalog.collections()
-    assert (collection.name, collection.description, collection.embedding_model, collection.dimension) == (
+    assert (
+        collection.name,
+        collection.description,
+        collection.embedding_model,
+        collection.dimension,
+    ) == (
         "c",
         "about cats",
         "model-x",
@@ -75,4 +90,7 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
     catalog.start_run("c")  # never finished: the process died
     assert catalog.mark_interrupted_runs() == 1
     runs = catalog.runs("c")
-    assert [(r.status, r.indexed, r.chunks) for r in runs] == [("interrupted", 0, 0), ("finished", 3, 9)]
+    assert [(r.status, r.indexed, r.chunks) for r in runs] == [
+        ("interrupted", 0, 0),
+        ("finished", 3, 9),
+    ]

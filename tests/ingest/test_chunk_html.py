@@ -66,7 +66,9 @@ Disks are chosen by the table below.<br>It is kept short.
 """
 
 
-def test_markdown_html_table_and_br_become_a_markdown_table(converter: Converter, tmp_path: Path) -> None:
+def test_markdown_html_table_and_br_become_a_markdown_table(
+    converter: Converter, tmp_path: Path
+) -> None:
     source = tmp_path / "storage.md"
     source.write_text(MARKDOWN, encoding="utf-8")
     document = converter.convert(source)
@@ -75,10 +77,14 @@ def test_markdown_html_table_and_br_become_a_markdown_table(converter: Converter
     joined = "\n".join(texts)
     # the HTML table is a Markdown table now, its cells in order, its entities decoded
     assert "| Tier | Medium | Latency |" in joined
-    _assert_in_order(joined, ["Hot", "query nodes", "NVMe SSD", "< 1 ms", "`warm_tier`", "SATA SSD", "2 ms"])
+    _assert_in_order(
+        joined, ["Hot", "query nodes", "NVMe SSD", "< 1 ms", "`warm_tier`", "SATA SSD", "2 ms"]
+    )
     _assert_in_order(joined, ["Cold", "Object storage & cache", "50 ms"])
     # the Markdown table's inline HTML is gone, its text kept; a "|" in a cell stays escaped
-    _assert_in_order(joined, ["| cacheSize | 4 GB | Grows with memory |", "| pipe | a \\| b | red text |"])
+    _assert_in_order(
+        joined, ["| cacheSize | 4 GB | Grows with memory |", "| pipe | a \\| b | red text |"]
+    )
     # code is content: the sample is kept exactly as written
     assert "<table><tr><td>kept as written</td></tr></table><br/>" in joined
     # headings are kept
@@ -102,13 +108,17 @@ def test_html_file_table_becomes_a_markdown_table(converter: Converter, tmp_path
     texts = [p.text for p in document.pieces]
     _assert_no_html(texts)
     joined = "\n".join(texts)
-    _assert_in_order(joined, ["| City | Gust |", "| Oslo | 30 km/h |", "| Bergen & Voss | **45** km/h |"])
+    _assert_in_order(
+        joined, ["| City | Gust |", "| Oslo | 30 km/h |", "| Bergen & Voss | **45** km/h |"]
+    )
     assert "Ferries stopped." in joined
     assert "<td>literal</td>" in joined  # code
     assert document.pieces[0].headings == ("Gust report",)
 
 
-def test_milvus_docs_with_html_tables_and_inline_html(converter: Converter, shared_data: Path) -> None:
+def test_milvus_docs_with_html_tables_and_inline_html(
+    converter: Converter, shared_data: Path
+) -> None:
     docs = shared_data / "milvus-docs"
     # HTML tables in Markdown (one per SDK language), with <code> in the cells
     load_balance = converter.convert(docs / "userGuide" / "load_balance.md")
@@ -190,7 +200,10 @@ def test_drop_inline_html_keeps_code_and_prose_that_only_looks_like_tags() -> No
     assert drop_inline_html("a<br/>b &amp; <b>c</b>") == "a\nb & c"
     assert drop_inline_html("x<br>y", one_line=True) == "x y"
     assert drop_inline_html("use `<br>` &lt;here&gt;") == "use `<br>` <here>"
-    assert drop_inline_html("List<String> and Map<i, j> or a < b") == "List<String> and Map<i, j> or a < b"
+    assert (
+        drop_inline_html("List<String> and Map<i, j> or a < b")
+        == "List<String> and Map<i, j> or a < b"
+    )
     assert drop_inline_html("see ?a=1&para=2 &nbsp;x") == "see ?a=1&para=2 \xa0x"
     assert drop_inline_html('<img src="x.png" alt="a chart"/> below') == "a chart below"
     assert drop_inline_html("no html here") == "no html here"
@@ -200,7 +213,9 @@ def test_plain_text_and_code_files_keep_their_markup(converter: Converter, tmp_p
     # text and code are read as written: an HTML snippet in a .py or .txt is content
     source = tmp_path / "render.py"
     source.write_text('ROW = "<tr><td>{name}</td></tr>&nbsp;"\n', encoding="utf-8")
-    assert [p.text for p in converter.convert(source).pieces] == ['ROW = "<tr><td>{name}</td></tr>&nbsp;"']
+    assert [p.text for p in converter.convert(source).pieces] == [
+        'ROW = "<tr><td>{name}</td></tr>&nbsp;"'
+    ]
 
 
 def test_a_block_that_is_not_html_stays_text(converter: Converter, tmp_path: Path) -> None:
@@ -213,5 +228,8 @@ def test_a_block_that_is_not_html_stays_text(converter: Converter, tmp_path: Pat
         encoding="utf-8",
     )
     joined = "\n".join(p.text for p in converter.convert(source).pieces)
-    _assert_in_order(joined, ["First line.", '</document> <document id="9" title="Manual">', "Second line.", "Third"])
+    _assert_in_order(
+        joined,
+        ["First line.", '</document> <document id="9" title="Manual">', "Second line.", "Third"],
+    )
     assert "line" in joined.split("Third", 1)[1] and "<div>" not in joined and "<b>" not in joined

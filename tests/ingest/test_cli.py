@@ -15,8 +15,12 @@ from app.store.lock import acquire_instance_lock
 
 def _docs(folder: Path, shared_data: Path) -> Path:
     folder.mkdir()
-    shutil.copyfile(shared_data / "milvus-docs" / "userGuide" / "manage-partitions.md", folder / "partitions.md")
-    (folder / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    shutil.copyfile(
+        shared_data / "milvus-docs" / "userGuide" / "manage-partitions.md", folder / "partitions.md"
+    )
+    (folder / "kelp.txt").write_text(
+        "Kelp forests grow up to half a metre a day.\n", encoding="utf-8"
+    )
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nnot really")
     return folder
 
@@ -26,14 +30,20 @@ def test_ingest_search_collections_remove(
 ) -> None:
     docs = _docs(tmp_path / "docs", shared_data)
 
-    assert main(["ingest", str(docs), "--collection", "milvus", "--description", "Milvus guides"]) == 0
+    assert (
+        main(["ingest", str(docs), "--collection", "milvus", "--description", "Milvus guides"]) == 0
+    )
     err = capsys.readouterr().err
     assert "Collection 'milvus': 2 indexed" in err and "1 failed" in err
     assert f"{docs / 'broken.pdf'}: The PDF is damaged" in err  # the reason, in the summary
 
     assert main(["collections", "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)
-    assert (listed["name"], listed["documents"], listed["description"]) == ("milvus", 2, "Milvus guides")
+    assert (listed["name"], listed["documents"], listed["description"]) == (
+        "milvus",
+        2,
+        "Milvus guides",
+    )
     assert listed["chunks"] > 10 and listed["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
     assert main(["collections"]) == 0
     table = capsys.readouterr().out.splitlines()
@@ -43,7 +53,22 @@ def test_ingest_search_collections_remove(
     out = capsys.readouterr().out
     assert out.startswith("1. [") and "partitions.md" in out and "Manage Partitions > " in out
     for mode in ("dense", "bm25", "hybrid"):
-        assert main(["search", "kelp forest growth", "-c", "milvus", "--mode", mode, "--top-k", "2", "--json"]) == 0
+        assert (
+            main(
+                [
+                    "search",
+                    "kelp forest growth",
+                    "-c",
+                    "milvus",
+                    "--mode",
+                    mode,
+                    "--top-k",
+                    "2",
+                    "--json",
+                ]
+            )
+            == 0
+        )
         hits = json.loads(capsys.readouterr().out)
         assert 1 <= len(hits) <= 2 and hits[0]["path"] == str(docs / "kelp.txt"), mode
 
@@ -53,7 +78,10 @@ def test_ingest_search_collections_remove(
     empty = capsys.readouterr()
     assert "A query is empty" in empty.err and empty.out == ""
 
-    assert main(["remove", "--collection", "milvus", "--document", str(docs / "kelp.txt"), "--yes"]) == 0
+    assert (
+        main(["remove", "--collection", "milvus", "--document", str(docs / "kelp.txt"), "--yes"])
+        == 0
+    )
     assert main(["search", "kelp forest growth", "-c", "milvus", "--mode", "bm25", "--json"]) == 0
     assert all(h["path"] != str(docs / "kelp.txt") for h in json.loads(capsys.readouterr().out))
 
@@ -64,7 +92,9 @@ def test_ingest_search_collections_remove(
     assert json.loads(capsys.readouterr().out) == []
 
 
-def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_indexable_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "empty.md").write_bytes(b"")
@@ -80,27 +110,41 @@ def test_nothing_indexable_exits_non_zero(tmp_path: Path, capsys: pytest.Capture
     assert main(["ingest", str(folder / "nope"), "-c", "test"]) == 1
     capsys.readouterr()
     assert main(["collections", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []  # nothing went in: no empty collection is left behind
+    assert (
+        json.loads(capsys.readouterr().out) == []
+    )  # nothing went in: no empty collection is left behind
 
 
 def test_the_window_s_names_are_the_command_line_s(
     tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     docs = _docs(tmp_path / "milvus-docs", shared_data)
-    assert main(["ingest", str(docs)]) == 0  # no --collection: named after the folder, as the window names it
+    assert (
+        main(["ingest", str(docs)]) == 0
+    )  # no --collection: named after the folder, as the window names it
     err = capsys.readouterr().err
     assert "Collection: milvus_docs" in err and "Collection 'milvus_docs': 2 indexed" in err
-    for spelling in ("milvus-docs", "Milvus Docs", "milvus_docs"):  # the folder's spelling is the collection's
+    for spelling in (
+        "milvus-docs",
+        "Milvus Docs",
+        "milvus_docs",
+    ):  # the folder's spelling is the collection's
         assert main(["search", "kelp forest growth", "-c", spelling, "--json"]) == 0, spelling
         assert json.loads(capsys.readouterr().out)[0]["path"] == str(docs / "kelp.txt")
-    assert main(["ingest", str(docs / "kelp.txt"), "-c", "milvus-docs"]) == 0  # into the same collection
-    assert "Collection 'milvus_docs': 0 indexed (0 new chunks), 1 unchanged" in capsys.readouterr().err
+    assert (
+        main(["ingest", str(docs / "kelp.txt"), "-c", "milvus-docs"]) == 0
+    )  # into the same collection
+    assert (
+        "Collection 'milvus_docs': 0 indexed (0 new chunks), 1 unchanged" in capsys.readouterr().err
+    )
     assert main(["remove", "-c", "milvus-docs", "--yes"]) == 0
     assert main(["collections", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
 
 
-def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_locked_library_gives_a_sentence_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with acquire_instance_lock(app_paths().ensure()):
         assert main(["search", "x", "--collection", "c"]) == 2
         assert main(["ingest", "nowhere", "--collection", "c"]) == 2
@@ -110,10 +154,14 @@ def test_a_locked_library_gives_a_sentence_not_a_traceback(capsys: pytest.Captur
     assert "Traceback" not in err
 
 
-def test_the_summary_counts_skipped_files_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_summary_counts_skipped_files_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "mixed"
     folder.mkdir()
-    (folder / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    (folder / "kelp.txt").write_text(
+        "Kelp forests grow up to half a metre a day.\n", encoding="utf-8"
+    )
     (folder / "song.mp3").write_bytes(b"ID3")
     (folder / "setup.exe").write_bytes(b"MZ")
     (folder / ".secret.txt").write_text("hidden\n", encoding="utf-8")
@@ -129,7 +177,10 @@ def test_the_summary_counts_skipped_files_and_says_why(tmp_path: Path, capsys: p
     (folder / "song.mp3").unlink()
     (folder / ".secret.txt").unlink()
     assert main(["ingest", str(folder), "--collection", "mixed", "--quiet"]) == 0
-    assert "0 indexed (0 new chunks), 1 unchanged, 1 skipped (not a format Fathom reads)" in capsys.readouterr().err
+    assert (
+        "0 indexed (0 new chunks), 1 unchanged, 1 skipped (not a format Fathom reads)"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_home_folder_or_thousands_of_files_need_yes(

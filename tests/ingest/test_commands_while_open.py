@@ -67,7 +67,9 @@ def window_holding_the_library() -> Iterator[subprocess.Popen[str]]:
     )
     assert proc.stdout is not None and proc.stdin is not None
     try:
-        assert proc.stdout.readline().strip() == "ready"  # the library is open: lock and Milvus Lite held
+        assert (
+            proc.stdout.readline().strip() == "ready"
+        )  # the library is open: lock and Milvus Lite held
         yield proc
     finally:
         proc.stdin.close()
@@ -79,8 +81,12 @@ def sea_docs(tmp_path: Path) -> Path:
     """A folder of two small documents on sea life."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "kelp.txt").write_text("Kelp forests grow up to half a metre a day.\n", encoding="utf-8")
-    (docs / "otters.md").write_text("# Otters\n\nSea otters keep urchins in check.\n", encoding="utf-8")
+    (docs / "kelp.txt").write_text(
+        "Kelp forests grow up to half a metre a day.\n", encoding="utf-8"
+    )
+    (docs / "otters.md").write_text(
+        "# Otters\n\nSea otters keep urchins in check.\n", encoding="utf-8"
+    )
     return docs
 
 
@@ -127,7 +133,9 @@ def test_collections_history_and_show_work_while_the_window_holds_the_library(
     assert len(table_file.read_text(encoding="utf-8").splitlines()) >= 2  # a header and rows
 
 
-def test_read_only_commands_on_a_fresh_data_dir_write_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_read_only_commands_on_a_fresh_data_dir_write_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     paths = app_paths()
     assert main(["collections"]) == 0
     assert "No collections yet" in capsys.readouterr().err
@@ -145,7 +153,9 @@ def test_search_reads_through_the_windows_server_and_writes_nothing(
     docs = sea_docs(tmp_path)
     assert main(["ingest", str(docs), "--collection", "ocean"]) == 0
     capsys.readouterr()
-    alone = fathom("search", "sea otters urchins", "--collection", "ocean", "--json")  # nobody holds it
+    alone = fathom(
+        "search", "sea otters urchins", "--collection", "ocean", "--json"
+    )  # nobody holds it
     assert alone.returncode == 0, alone.stderr
 
     proc = request.getfixturevalue("window_holding_the_library")
@@ -153,13 +163,19 @@ def test_search_reads_through_the_windows_server_and_writes_nothing(
     before = catalog.stat().st_mtime_ns, catalog.stat().st_size
     address = app_paths().data_dir / "milvus-reader.json"
     assert json.loads(address.read_text(encoding="utf-8"))["pid"] == proc.pid
-    assert oct(address.stat().st_mode & 0o777) == "0o600"  # only the user reads where the index is served
+    assert (
+        oct(address.stat().st_mode & 0o777) == "0o600"
+    )  # only the user reads where the index is served
     found = fathom("search", "sea otters urchins", "--collection", "ocean", "--json")
     assert found.returncode == 0, found.stderr
     hits, hits_alone = json.loads(found.stdout), json.loads(alone.stdout)
-    assert [h["text"] for h in hits] == [h["text"] for h in hits_alone]  # ranked as when searched alone
+    assert [h["text"] for h in hits] == [
+        h["text"] for h in hits_alone
+    ]  # ranked as when searched alone
     assert "otters" in hits[0]["text"]
-    several = fathom("search", "kelp forests", "sea otters", "--json")  # several queries, every collection
+    several = fathom(
+        "search", "kelp forests", "sea otters", "--json"
+    )  # several queries, every collection
     assert several.returncode == 0, several.stderr
     assert ["Kelp" in q["hits"][0]["text"] for q in json.loads(several.stdout)] == [True, False]
     assert (catalog.stat().st_mtime_ns, catalog.stat().st_size) == before  # nothing written

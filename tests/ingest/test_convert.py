@@ -19,12 +19,17 @@ def _alnum(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def test_every_office_and_web_format_gives_chunks_with_headings(converter: Converter, tmp_path: Path) -> None:
+def test_every_office_and_web_format_gives_chunks_with_headings(
+    converter: Converter, tmp_path: Path
+) -> None:
     files = make_office_files(tmp_path)
     (tmp_path / "notes.adoc").write_text(
-        "= Garden Notes\n\n== Tomatoes\n\nThe heirloom tomatoes ripened early this year.\n", encoding="utf-8"
+        "= Garden Notes\n\n== Tomatoes\n\nThe heirloom tomatoes ripened early this year.\n",
+        encoding="utf-8",
     )
-    (tmp_path / "table.csv").write_text("city,population\nReykjavik,139000\nNuuk,19000\n", encoding="utf-8")
+    (tmp_path / "table.csv").write_text(
+        "city,population\nReykjavik,139000\nNuuk,19000\n", encoding="utf-8"
+    )
     expected = {
         files["docx"]: ("zebrafish hatchery", "Budget"),
         files["pptx"]: ("Aurora borealis", None),
@@ -37,13 +42,17 @@ def test_every_office_and_web_format_gives_chunks_with_headings(converter: Conve
         document = converter.convert(path)
         assert document.pieces, path.name
         holding = [p for p in document.pieces if phrase in p.text]
-        assert holding, f"{phrase!r} not in chunks of {path.name}: {[p.text for p in document.pieces]}"
+        assert holding, (
+            f"{phrase!r} not in chunks of {path.name}: {[p.text for p in document.pieces]}"
+        )
         if heading is not None:
             assert heading in holding[0].headings, (path.name, holding[0].headings)
             assert heading in holding[0].embed_text  # the embedder sees the heading path
 
 
-def test_markdown_front_matter_gives_the_title_not_a_chunk(converter: Converter, shared_data: Path) -> None:
+def test_markdown_front_matter_gives_the_title_not_a_chunk(
+    converter: Converter, shared_data: Path
+) -> None:
     document = converter.convert(shared_data / "milvus-docs" / "userGuide" / "manage-partitions.md")
     assert document.title == "Manage Partitions"
     assert not any("id: manage-partitions.md" in p.text for p in document.pieces)
@@ -52,7 +61,9 @@ def test_markdown_front_matter_gives_the_title_not_a_chunk(converter: Converter,
 
 
 def test_heading_only_markdown_still_gets_a_chunk(converter: Converter, shared_data: Path) -> None:
-    document = converter.convert(shared_data / "milvus-docs" / "adminGuide" / "upgrade_milvus_embedded.md")
+    document = converter.convert(
+        shared_data / "milvus-docs" / "adminGuide" / "upgrade_milvus_embedded.md"
+    )
     assert [p.text for p in document.pieces] == ["# Upgrade Embedded Milvus"]
 
 
@@ -60,7 +71,9 @@ def test_chunks_stay_under_the_embedders_limit(
     converter: Converter, embedder: OnnxMiniLMEmbedder, shared_data: Path
 ) -> None:
     # a long reference page with big tables and code blocks
-    sources = sorted((shared_data / "milvus-docs" / "reference").rglob("*.md"), key=lambda p: -p.stat().st_size)[:3]
+    sources = sorted(
+        (shared_data / "milvus-docs" / "reference").rglob("*.md"), key=lambda p: -p.stat().st_size
+    )[:3]
     for source in sources:
         for piece in converter.convert(source).pieces:
             assert embedder.count_tokens(piece.embed_text) <= embedder.max_tokens, source.name
@@ -84,9 +97,13 @@ def test_pdf_chunks_carry_the_page_they_come_from(converter: Converter, shared_d
     assert seen_pages == {1, 2, 3, 4}
 
 
-def test_plain_text_and_code_split_by_paragraphs_under_the_limit(embedder: OnnxMiniLMEmbedder) -> None:
+def test_plain_text_and_code_split_by_paragraphs_under_the_limit(
+    embedder: OnnxMiniLMEmbedder,
+) -> None:
     counter = TokenCounter(embedder.tokenizer)
-    paragraphs = [f"Paragraph {i} " + " ".join(f"word{i}x{j}" for j in range(40)) for i in range(30)]
+    paragraphs = [
+        f"Paragraph {i} " + " ".join(f"word{i}x{j}" for j in range(40)) for i in range(30)
+    ]
     long_line = "x = [" + ", ".join(str(n) for n in range(2000)) + "]"
     text = "\n\n".join(paragraphs) + "\n\n" + long_line + "\n"
     limit = embedder.max_tokens - SPECIAL_TOKENS
@@ -96,7 +113,9 @@ def test_plain_text_and_code_split_by_paragraphs_under_the_limit(embedder: OnnxM
         assert embedder.count_tokens(piece.embed_text) <= embedder.max_tokens
     joined = " ".join(p.text for p in pieces)
     for i in range(30):  # every paragraph kept, none cut in the middle
-        assert any(p.text.count(f"Paragraph {i} ") == 1 and f"word{i}x39" in p.text for p in pieces), i
+        assert any(
+            p.text.count(f"Paragraph {i} ") == 1 and f"word{i}x39" in p.text for p in pieces
+        ), i
     assert "1999]" in joined
 
 
@@ -110,13 +129,18 @@ def test_text_in_other_encodings_is_decoded(converter: Converter, tmp_path: Path
     assert decode_text(b"\x00\x01\x02binary\x00") is None
 
 
-def test_text_and_markdown_in_legacy_code_pages_read_as_written(converter: Converter, tmp_path: Path) -> None:
+def test_text_and_markdown_in_legacy_code_pages_read_as_written(
+    converter: Converter, tmp_path: Path
+) -> None:
     """Where charset-normalizer finds several code pages equally likely, Windows-1252 wins
     (it took Windows-1250 first: "père" became "pčre"); Markdown, CSV, AsciiDoc and HTML
     that are not UTF-8 are decoded the same way, not by Docling's Windows-1252-only
     fallback, except HTML that names its encoding (its parser follows the name)."""
     cases = {
-        "contrat.txt": ("Le café du père Noël coûte 3 €.\nRésumé des clauses: l'indemnité est due.\n", "cp1252"),
+        "contrat.txt": (
+            "Le café du père Noël coûte 3 €.\nRésumé des clauses: l'indemnité est due.\n",
+            "cp1252",
+        ),
         "short.txt": ("Café crème.\n", "cp1252"),
         "wide.txt": ("Contract text, four bytes a letter.\n", "utf-32"),
         "smlouva.md": ("# Smlouva\n\nPříliš žluťoučký kůň úpěl ďábelské ódy.\n", "cp1250"),
@@ -143,7 +167,9 @@ def test_text_and_markdown_in_legacy_code_pages_read_as_written(converter: Conve
         assert " ".join(expected.get(name, text).split()) in " ".join(read.split()), (name, read)
 
 
-def test_source_code_and_license_files_are_text(converter: Converter, shared_data: Path, tmp_path: Path) -> None:
+def test_source_code_and_license_files_are_text(
+    converter: Converter, shared_data: Path, tmp_path: Path
+) -> None:
     code = tmp_path / "tool.py"
     code.write_text("def spline(x):\n    return x * 2\n", encoding="utf-8")
     assert file_kind(code) == "text"
@@ -165,7 +191,11 @@ def test_source_code_and_license_files_are_text(converter: Converter, shared_dat
             "damaged or incomplete",
         ),
         ("locked.pdf", lambda p, src: make_encrypted_pdf(src, p), "The PDF is encrypted"),
-        ("fake.docx", lambda p, src: p.write_bytes(b"not a zip at all"), "is not an Office document"),
+        (
+            "fake.docx",
+            lambda p, src: p.write_bytes(b"not a zip at all"),
+            "is not an Office document",
+        ),
         ("binary.txt", lambda p, src: p.write_bytes(b"\x00\x01\x02\x03" * 100), "looks binary"),
         ("binary.md", lambda p, src: p.write_bytes(b"\xff\xfe\x00\x00garbage"), "looks binary"),
     ],
@@ -181,7 +211,9 @@ def test_bad_files_fail_with_a_sentence(
     assert "Traceback" not in str(caught.value)
 
 
-def test_pdfs_use_the_native_pipeline_unless_layout_models_are_there(converter: Converter, tmp_path: Path) -> None:
+def test_pdfs_use_the_native_pipeline_unless_layout_models_are_there(
+    converter: Converter, tmp_path: Path
+) -> None:
     from app.ingest.convert import layout_models_present
 
     assert converter.pdf_pipeline == "native"  # no models configured: offline text extraction

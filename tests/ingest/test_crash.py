@@ -39,7 +39,13 @@ def _env(home: Path) -> dict[str, str]:
 
 def _run_to_end(docs: Path, home: Path) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        _ingest_command(docs), cwd=REPO, env=_env(home), capture_output=True, text=True, timeout=600, check=False
+        _ingest_command(docs),
+        cwd=REPO,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     return result
@@ -63,10 +69,14 @@ def _kill_after_indexed(docs: Path, home: Path, indexed: int) -> None:
                 if line.startswith("indexed"):
                     seen += 1
                     if seen == indexed:
-                        process.send_signal(signal.SIGKILL)  # the main process only, as a crash would
+                        process.send_signal(
+                            signal.SIGKILL
+                        )  # the main process only, as a crash would
                         break
             process.wait(timeout=60)
-            assert process.returncode == -signal.SIGKILL, "the ingest ended before it could be killed"
+            assert process.returncode == -signal.SIGKILL, (
+                "the ingest ended before it could be killed"
+            )
         finally:
             try:
                 os.killpg(process.pid, signal.SIGKILL)  # conversion workers it left behind
@@ -82,11 +92,15 @@ def _snapshot(home: Path) -> dict[str, object]:
         library = Library.open(Settings(), paths_in(home))
         try:
             docs = await library.documents("crash")
-            ids_in_store = [cid for d in docs for cid in library.store.document_chunk_ids("crash", d.doc_id)]
+            ids_in_store = [
+                cid for d in docs for cid in library.store.document_chunk_ids("crash", d.doc_id)
+            ]
             expected_ids = [make_chunk_id(d.doc_id, n) for d in docs for n in range(d.chunk_count)]
             chunks = await library.get_chunks(expected_ids)
             return {
-                "documents": sorted((d.path, d.status.value, d.chunk_count, d.content_hash) for d in docs),
+                "documents": sorted(
+                    (d.path, d.status.value, d.chunk_count, d.content_hash) for d in docs
+                ),
                 "ids": sorted(ids_in_store),
                 "unique_ids": len(set(ids_in_store)),
                 "expected_ids": sorted(expected_ids),

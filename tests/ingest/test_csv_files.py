@@ -26,11 +26,16 @@ CSV_FILES: dict[str, bytes] = {
     "crlf.csv": b"a,b\r\n1,2\r\n3,4\r\n",
     "colons.csv": b"time:value\n10:20\n",
     "wide.csv": (
-        ",".join(f"col{i}" for i in range(60)) + "\n" + ",".join(f"value number {i} with some words" for i in range(60))
+        ",".join(f"col{i}" for i in range(60))
+        + "\n"
+        + ",".join(f"value number {i} with some words" for i in range(60))
     ).encode(),
     "long.csv": (
         "id,name,city,amount,notes\n"
-        + "".join(f"{i},Name {i},City {i * 7 % 500},{i * 3.7:.2f},some note about row {i}\n" for i in range(3000))
+        + "".join(
+            f"{i},Name {i},City {i * 7 % 500},{i * 3.7:.2f},some note about row {i}\n"
+            for i in range(3000)
+        )
     ).encode(),
 }
 
@@ -40,16 +45,22 @@ def test_csv_chunks_are_docling_s(converter: Converter, tmp_path: Path, name: st
     path = tmp_path / name
     path.write_bytes(CSV_FILES[name])
     ours = converter.convert(path)
-    with pytest.warns(UserWarning) if name == "quoted.csv" else nullcontext():  # Docling warns of ragged rows
+    with (
+        pytest.warns(UserWarning) if name == "quoted.csv" else nullcontext()
+    ):  # Docling warns of ragged rows
         theirs = converter._docling.convert(path)  # Docling's own CSV reader, for reference
     assert [p.text for p in ours.pieces] == [p.text for p in theirs.pieces]
     assert [p.embed_text for p in ours.pieces] == [p.embed_text for p in theirs.pieces]
-    assert [(p.headings, p.page) for p in ours.pieces] == [(p.headings, p.page) for p in theirs.pieces]
+    assert [(p.headings, p.page) for p in ours.pieces] == [
+        (p.headings, p.page) for p in theirs.pieces
+    ]
     assert (ours.title, ours.pages) == (theirs.title, theirs.pages)
     assert len(ours.pieces) >= (2 if name in {"long.csv", "wide.csv"} else 1)
 
 
-def test_a_long_table_is_cut_between_rows_with_its_header(converter: Converter, tmp_path: Path) -> None:
+def test_a_long_table_is_cut_between_rows_with_its_header(
+    converter: Converter, tmp_path: Path
+) -> None:
     path = tmp_path / "long.csv"
     path.write_bytes(CSV_FILES["long.csv"])
     pieces = converter.convert(path).pieces
@@ -57,19 +68,25 @@ def test_a_long_table_is_cut_between_rows_with_its_header(converter: Converter, 
     assert len(pieces) > 10 and all(p.text.startswith(header) for p in pieces)
     rows = [line for p in pieces for line in p.text.split("\n")[2:]]
     assert rows == [
-        f"| {i} | Name {i} | City {i * 7 % 500} | {i * 3.7:.2f} | some note about row {i} |" for i in range(3000)
+        f"| {i} | Name {i} | City {i * 7 % 500} | {i * 3.7:.2f} | some note about row {i} |"
+        for i in range(3000)
     ]
 
 
 @pytest.mark.parametrize(
     ("content", "sentence"),
     [
-        (b'a,b\n1,"unclosed\n2,3\n', "The CSV file could not be read: unexpected end of data (line 3)."),
+        (
+            b'a,b\n1,"unclosed\n2,3\n',
+            "The CSV file could not be read: unexpected end of data (line 3).",
+        ),
         (b"\n\n,,\n", "The file has no text to index."),
         (b"\x00\x01\x02\x03" * 50, "looks binary"),
     ],
 )
-def test_a_bad_csv_is_said_in_a_sentence(converter: Converter, tmp_path: Path, content: bytes, sentence: str) -> None:
+def test_a_bad_csv_is_said_in_a_sentence(
+    converter: Converter, tmp_path: Path, content: bytes, sentence: str
+) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(content)
     with pytest.raises(IngestError) as caught:

@@ -34,7 +34,9 @@ def test_the_prompt_fences_the_name_and_each_excerpt_with_its_source_and_heading
 
 
 def test_reasoning_and_labels_are_cleaned_off() -> None:
-    assert clean_description('<think>hmm</think> Description: "Notes on tides."') == "Notes on tides."
+    assert (
+        clean_description('<think>hmm</think> Description: "Notes on tides."') == "Notes on tides."
+    )
     long = "A sentence about tides. " * 40
     cleaned = clean_description(long)
     assert len(cleaned) <= 400 and cleaned.endswith(".")

@@ -29,7 +29,10 @@ def _found(query: str, capsys: pytest.CaptureFixture[str]) -> set[str]:
 
 
 def test_a_full_disk_stops_indexing_with_a_sentence_and_keeps_what_was_indexed(
-    tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    shared_data: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     first = _copy(shared_data, tmp_path / "first", "limitations.md")
     later = _copy(shared_data, tmp_path / "later", "roadmap.md", "comparison.md")
@@ -37,10 +40,15 @@ def test_a_full_disk_stops_indexing_with_a_sentence_and_keeps_what_was_indexed(
     capsys.readouterr()
 
     free, floor = disk_room.free_bytes(tmp_path), disk_room.MIN_FREE_BYTES
-    monkeypatch.setattr(disk_room, "MIN_FREE_BYTES", free + 1024**3)  # the disk is now "nearly full"
+    monkeypatch.setattr(
+        disk_room, "MIN_FREE_BYTES", free + 1024**3
+    )  # the disk is now "nearly full"
     assert main(["ingest", str(later), "-c", "docs", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "has only" in err and "MB free, so indexing stopped before filling it. What was indexed is kept." in err
+    assert (
+        "has only" in err
+        and "MB free, so indexing stopped before filling it. What was indexed is kept." in err
+    )
     assert "Free some space" in err and "then index again: it goes on where it stopped." in err
     assert "Traceback" not in err and "MilvusException" not in err
     assert _found("limitations", capsys) == {"limitations.md"}  # indexed before: still searchable

@@ -60,21 +60,32 @@ def test_a_batch_gives_the_same_vectors_as_one_text_at_a_time(embedder: OnnxMini
     assert float(np.min(np.sum(batched * single, axis=1))) > 0.9999
 
 
-def test_tokens_are_counted_with_the_special_tokens_and_not_truncated(embedder: OnnxMiniLMEmbedder) -> None:
+def test_tokens_are_counted_with_the_special_tokens_and_not_truncated(
+    embedder: OnnxMiniLMEmbedder,
+) -> None:
     assert embedder.max_tokens == 256
     assert embedder.count_tokens("hello world") == 4  # [CLS] hello world [SEP]
     assert embedder.count_tokens("word " * 400) == 402
-    assert embedder.tokenizer.encode("hello world", add_special_tokens=False).tokens == ["hello", "world"]
+    assert embedder.tokenizer.encode("hello world", add_special_tokens=False).tokens == [
+        "hello",
+        "world",
+    ]
 
 
 def test_the_embedder_is_the_settings_default_and_follows_the_protocol() -> None:
     made = make_embedder(Settings())
     assert isinstance(made, OnnxMiniLMEmbedder) and isinstance(made, Embedder)
     assert made.model_name == "all-MiniLM-L6-v2-onnx-int8"
-    remote = make_embedder(Settings(embedding=EmbeddingSettings(backend="ollama", model="nomic-embed-text")))
+    remote = make_embedder(
+        Settings(embedding=EmbeddingSettings(backend="ollama", model="nomic-embed-text"))
+    )
     assert remote.model_name == "ollama:nomic-embed-text"  # it connects only when it embeds
-    with pytest.raises(ModelUnavailable, match="OpenAI-compatible embedding back end is chosen but no address"):
-        make_embedder(Settings(embedding=EmbeddingSettings(backend="openai", model="text-embedding-3-small")))
+    with pytest.raises(
+        ModelUnavailable, match="OpenAI-compatible embedding back end is chosen but no address"
+    ):
+        make_embedder(
+            Settings(embedding=EmbeddingSettings(backend="openai", model="text-embedding-3-small"))
+        )
     with pytest.raises(ModelUnavailable, match="Unknown embedding back end 'bert'"):
         make_embedder(Settings(embedding=EmbeddingSettings(backend="bert")))
 
@@ -84,10 +95,14 @@ def test_embedding_writes_nothing_into_the_home_folder(tmp_path: Path) -> None:
     (telemetry) unless ORT_DISABLE_TELEMETRY=1 is set before it loads."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")
+    }
     env.update(HOME=str(home), PYTHONPATH=str(REPO_ROOT))
     code = "from app.ingest.embedder import OnnxMiniLMEmbedder; print(OnnxMiniLMEmbedder().embed(['hi']).shape)"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(1, 384)"
     assert [p.relative_to(home) for p in home.rglob("*")] == []

@@ -113,18 +113,23 @@ async def test_the_hostile_folder_ingests_in_bounded_memory_and_time_beside_good
 
 def _pool(embedder: OnnxMiniLMEmbedder, limits: ConvertLimits, workers: int = 2) -> ConversionPool:
     config = ConverterConfig(
-        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+        tokenizer_json=embedder.tokenizer.to_str(),
+        max_tokens=chunk_token_limit(embedder.max_tokens, 256),
     )
     return ConversionPool(config, workers=workers, limits=limits)
 
 
-async def test_a_killed_worker_blames_only_its_own_file(tmp_path: Path, embedder: OnnxMiniLMEmbedder) -> None:
+async def test_a_killed_worker_blames_only_its_own_file(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
     """A bomb kills its worker while the other worker reads a good file: the good file
     is read (a shared process pool broke for every file in flight)."""
     bomb = tmp_path / "bomb.pdf"
     bomb.write_bytes(flate_bomb_pdf(256))
     good = tmp_path / "long.txt"  # several seconds of reading
-    good.write_text("\n\n".join(f"Paragraph {i} about the harbour of Skerry Point." for i in range(60_000)))
+    good.write_text(
+        "\n\n".join(f"Paragraph {i} about the harbour of Skerry Point." for i in range(60_000))
+    )
     pool = _pool(embedder, ConvertLimits(memory_mb=768, seconds=120))
     try:
         await pool.start()
@@ -167,7 +172,9 @@ async def test_a_worker_killed_from_outside_is_named_a_crash_and_replaced(
         pool.shutdown()
 
 
-async def test_a_text_file_on_one_line_is_read_in_bounded_memory(tmp_path: Path, embedder: OnnxMiniLMEmbedder) -> None:
+async def test_a_text_file_on_one_line_is_read_in_bounded_memory(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
     """20 MB on one line: tokenized at once it took the converter past 2 GB (50 MB: a crash)."""
     line = tmp_path / "oneline.txt"
     line.write_bytes(one_line_text(20 * 1024))
@@ -230,7 +237,10 @@ async def test_a_file_the_converter_gave_up_on_is_not_read_again_until_it_change
             return {Path(e.path).name: e for e in events if isinstance(e, FileDone)}
 
         first = await ingest()
-        assert first["bomb.pdf"].reason.startswith(TOO_MUCH_MEMORY) and read == ["bomb.pdf", "good.md"]
+        assert first["bomb.pdf"].reason.startswith(TOO_MUCH_MEMORY) and read == [
+            "bomb.pdf",
+            "good.md",
+        ]
         read.clear()
         second = await ingest()  # a re-scan: the bomb is named again, not read again
         assert read == [] and second["bomb.pdf"].status == "failed"
@@ -246,14 +256,18 @@ async def test_a_file_the_converter_gave_up_on_is_not_read_again_until_it_change
         await library.aclose()
 
 
-def test_an_image_too_large_for_ocr_is_refused_from_its_declared_size(tmp_path: Path, converter: Converter) -> None:
+def test_an_image_too_large_for_ocr_is_refused_from_its_declared_size(
+    tmp_path: Path, converter: Converter
+) -> None:
     """60 million pixels of one colour: a few KB on disk, 180 MB once decoded to RGB."""
     from PIL import Image
 
     huge = tmp_path / "huge.png"
     Image.new("1", (10_000, 6_000)).save(huge)
     assert huge.stat().st_size < 1_000_000
-    with pytest.raises(IngestError, match=r"10,000 × 6,000 pixels \(60 million\), more than the 50 million"):
+    with pytest.raises(
+        IngestError, match=r"10,000 × 6,000 pixels \(60 million\), more than the 50 million"
+    ):
         converter.convert(huge)
 
 
@@ -308,12 +322,25 @@ async def test_the_findings_handled_well_stay_handled(
     try:
         events = [e async for e in library.ingest([docs], "odd")]
         done = {Path(e.path).name: e for e in events if isinstance(e, FileDone)}
-        for name in ("pipe.txt", "bomb.docx", "bomb.xlsx", "huge.png", "binary.md", "binary.csv", "binary.html"):
-            assert done[name].status in ("failed", "skipped") and len(done[name].reason) > 20, (name, done[name])
+        for name in (
+            "pipe.txt",
+            "bomb.docx",
+            "bomb.xlsx",
+            "huge.png",
+            "binary.md",
+            "binary.csv",
+            "binary.html",
+        ):
+            assert done[name].status in ("failed", "skipped") and len(done[name].reason) > 20, (
+                name,
+                done[name],
+            )
         assert "Not a regular file" in done["pipe.txt"].reason
         assert "million pixels" in done["huge.png"].reason or "pixels" in done["huge.png"].reason
         # bit-flipped: read what can be read, or say why not
-        assert done["flipped.pdf"].status == "indexed" or done["flipped.pdf"].reason, done["flipped.pdf"]
+        assert done["flipped.pdf"].status == "indexed" or done["flipped.pdf"].reason, done[
+            "flipped.pdf"
+        ]
         for name, word in odd_names.items():
             assert done[name].status == "indexed", (name, done[name])
             (hits,) = await library.search([word], collections=["odd"])

@@ -51,7 +51,9 @@ NEW_PARAGRAPH = (
     "\n\n## Field notes\n\nThe lighthouse keeper logged forty-two storm petrels "
     "circling the northern beacon during the equinox gale.\n"
 )
-NEW_FILE = "Kelp forests off the western shelf grew eleven metres in a single summer, the survey found.\n"
+NEW_FILE = (
+    "Kelp forests off the western shelf grew eleven metres in a single summer, the survey found.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,13 @@ OPERATIONS = {
             1,
         ),
         # already removed by the restart's recovery: the re-run finds no such collection
-        Operation("remove-collection", True, _no_change, lambda d: ["remove", "-c", COLLECTION, "--yes"], 2),
+        Operation(
+            "remove-collection",
+            True,
+            _no_change,
+            lambda d: ["remove", "-c", COLLECTION, "--yes"],
+            2,
+        ),
         Operation("reindex", True, _no_change, lambda d: ["reindex", "-c", COLLECTION], 0),
     )
 }
@@ -209,7 +217,9 @@ def _kill_at(home: Path, argv: list[str], step: str, nth: int, log: Path) -> Non
             left = _converters_left(process.pid)
         finally:
             try:
-                os.killpg(process.pid, signal.SIGKILL)  # whatever it left behind, whatever the assertions say
+                os.killpg(
+                    process.pid, signal.SIGKILL
+                )  # whatever it left behind, whatever the assertions say
             except ProcessLookupError:
                 pass
     assert status == -signal.SIGKILL, (
@@ -246,7 +256,9 @@ def _converters_left(group: int) -> list[str]:
 # -- what the library holds ------------------------------------------------------------
 
 
-LOCK_FREED_S = 30.0  # processes a killed Fathom forked (converter workers) may hold its lock until they exit
+LOCK_FREED_S = (
+    30.0  # processes a killed Fathom forked (converter workers) may hold its lock until they exit
+)
 
 
 async def _open_when_free(home: Path) -> Library:
@@ -278,7 +290,12 @@ def _state(home: Path, docs: Path) -> dict[str, Any]:
             if COLLECTION in collections:
                 for doc in await library.documents(COLLECTION):
                     rel = str(Path(doc.path).relative_to(docs))
-                    documents[rel] = (doc.status.value, doc.chunk_count, doc.content_hash, doc.error)
+                    documents[rel] = (
+                        doc.status.value,
+                        doc.chunk_count,
+                        doc.content_hash,
+                        doc.error,
+                    )
                     ids = [f"{doc.doc_id}:{n:05d}" for n in range(doc.chunk_count)]
                     texts[rel] = [c.text for c in await library.get_chunks(ids)]
             check = await library.check()
@@ -303,7 +320,11 @@ def _sentence(texts: list[str]) -> str:
 
 
 def _assert_indexed_documents_are_found(home: Path, state: dict[str, Any]) -> None:
-    indexed = [rel for rel, (status, chunks, _, _) in state["documents"].items() if status == "indexed" and chunks]
+    indexed = [
+        rel
+        for rel, (status, chunks, _, _) in state["documents"].items()
+        if status == "indexed" and chunks
+    ]
     if not indexed:
         return
     queries = [_sentence(state["texts"][rel]) for rel in indexed]
@@ -313,7 +334,9 @@ def _assert_indexed_documents_are_found(home: Path, state: dict[str, Any]) -> No
     results = [parsed] if len(queries) == 1 else [entry["hits"] for entry in parsed]
     for rel, hits in zip(indexed, results, strict=True):
         found = {Path(hit["path"]).name for hit in hits}
-        assert Path(rel).name in found, f"{rel} is listed as indexed but a sentence from it finds only {found}"
+        assert Path(rel).name in found, (
+            f"{rel} is listed as indexed but a sentence from it finds only {found}"
+        )
 
 
 def _reference(world: World, operation: Operation, tmp_path: Path) -> dict[str, Any]:
@@ -328,7 +351,9 @@ def _reference(world: World, operation: Operation, tmp_path: Path) -> dict[str, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("operation_name", "step", "nth"), CASES, ids=[f"{o}-{s}:{n}" for o, s, n in CASES])
+@pytest.mark.parametrize(
+    ("operation_name", "step", "nth"), CASES, ids=[f"{o}-{s}:{n}" for o, s, n in CASES]
+)
 def test_a_kill_at_this_step_loses_nothing(
     world: World, tmp_path: Path, operation_name: str, step: str, nth: int
 ) -> None:
@@ -343,7 +368,9 @@ def test_a_kill_at_this_step_loses_nothing(
     # the next start: listed as indexed means searchable; no stray or missing chunks
     after_crash = _state(home, world.docs)
     _assert_indexed_documents_are_found(home, after_crash)
-    assert all(kind == "unfinished" and count == 0 for kind, count in after_crash["drift"]), after_crash["drift"]
+    assert all(kind == "unfinished" and count == 0 for kind, count in after_crash["drift"]), (
+        after_crash["drift"]
+    )
     assert sorted(after_crash["collections"]) == sorted(after_crash["in_store"])
 
     # the re-run finishes the work

@@ -50,26 +50,38 @@ def finished(events: list[IngestEvent]) -> IngestFinished:
     return last
 
 
-def stored_vectors(library: Library, collection: str, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+def stored_vectors(
+    library: Library, collection: str, chunk_ids: list[str]
+) -> dict[str, np.ndarray]:
     """The dense vectors Milvus holds for these chunks, read from the store itself
     (no public method returns vectors: search results carry chunks and scores only)."""
-    rows = library.store._client.get(milvus_name(collection), ids=chunk_ids, output_fields=["dense"])
+    rows = library.store._client.get(
+        milvus_name(collection), ids=chunk_ids, output_fields=["dense"]
+    )
     return {str(row["chunk_id"]): np.asarray(row["dense"], dtype=np.float32) for row in rows}
 
 
 def chunk_ids_of(library: Library, collection: str, doc_ids: list[str]) -> list[str]:
-    return sorted(cid for doc_id in doc_ids for cid in library.store.document_chunk_ids(collection, doc_id))
+    return sorted(
+        cid for doc_id in doc_ids for cid in library.store.document_chunk_ids(collection, doc_id)
+    )
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def ingested(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> AsyncIterator[Ingested]:
+async def ingested(
+    tmp_path_factory: pytest.TempPathFactory, shared_data: Path
+) -> AsyncIterator[Ingested]:
     root = tmp_path_factory.mktemp("library")
     docs = root / "docs"
     files = copy_subset(shared_data, docs)
-    files.append(Path(shutil.copyfile(shared_data / "pdf" / "WhatisMilvus.pdf", docs / "WhatisMilvus.pdf")))
+    files.append(
+        Path(shutil.copyfile(shared_data / "pdf" / "WhatisMilvus.pdf", docs / "WhatisMilvus.pdf"))
+    )
     files.extend(make_office_files(docs / "office").values())
     notes = docs / "notes.txt"
-    notes.write_text("Field notes.\n\nThe quokka colony moved to the eastern ridge.\n", encoding="utf-8")
+    notes.write_text(
+        "Field notes.\n\nThe quokka colony moved to the eastern ridge.\n", encoding="utf-8"
+    )
     files.append(notes)
     paths = paths_in(root / "home")
     library = Library.open(Settings(), paths)
@@ -79,13 +91,17 @@ async def ingested(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) 
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def small(tmp_path: Path, shared_data: Path, embedder: OnnxMiniLMEmbedder) -> AsyncIterator[Ingested]:
+async def small(
+    tmp_path: Path, shared_data: Path, embedder: OnnxMiniLMEmbedder
+) -> AsyncIterator[Ingested]:
     """A small library of its own, for the tests that change or delete files."""
     docs = tmp_path / "docs"
     files = copy_subset(shared_data, docs, ("userGuide/manage-partitions.md", "about/overview.md"))
     files.extend(make_office_files(docs / "office").values())
     notes = docs / "notes.txt"
-    notes.write_text("Field notes.\n\nThe quokka colony moved to the eastern ridge.\n", encoding="utf-8")
+    notes.write_text(
+        "Field notes.\n\nThe quokka colony moved to the eastern ridge.\n", encoding="utf-8"
+    )
     files.append(notes)
     paths = paths_in(tmp_path / "home")
     library = Library.open(Settings(), paths, embedder=embedder)
@@ -120,7 +136,13 @@ async def test_events_tell_the_story_in_order(ingested: Ingested) -> None:
     assert [p.done_files for p in progress] == sorted(p.done_files for p in progress)
     assert len(progress) <= 2 * len(ingested.files) + 2  # throttled, not one per chunk
     end = finished(events)
-    assert (end.indexed, end.failed, end.skipped, end.unchanged, end.removed) == (len(ingested.files), 0, 0, 0, 0)
+    assert (end.indexed, end.failed, end.skipped, end.unchanged, end.removed) == (
+        len(ingested.files),
+        0,
+        0,
+        0,
+        0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -131,7 +153,9 @@ async def test_events_tell_the_story_in_order(ingested: Ingested) -> None:
         ("hybrid", "how do I create a partition"),
     ],
 )
-async def test_a_known_passage_is_found_by_each_mode(ingested: Ingested, mode: str, query: str) -> None:
+async def test_a_known_passage_is_found_by_each_mode(
+    ingested: Ingested, mode: str, query: str
+) -> None:
     (hits,) = await ingested.library.search([query], collections=["milvus"], mode=mode, top_k=5)  # type: ignore[arg-type]
     assert hits, mode
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -148,7 +172,13 @@ async def test_a_known_passage_is_found_by_each_mode(ingested: Ingested, mode: s
 
 
 async def test_many_queries_in_one_call_each_get_their_answer(ingested: Ingested) -> None:
-    queries = ["zebrafish hatchery budget", "aurora borealis tundra", "Vermilion sprocket", "marmalade fog", "quokka"]
+    queries = [
+        "zebrafish hatchery budget",
+        "aurora borealis tundra",
+        "Vermilion sprocket",
+        "marmalade fog",
+        "quokka",
+    ]
     expected = ["report.docx", "slides.pptx", "parts.xlsx", "log.html", "notes.txt"]
     results = await ingested.library.search(queries, mode="hybrid", top_k=3)
     assert [Path(hits[0].chunk.path).name for hits in results] == expected
@@ -161,7 +191,9 @@ async def test_pdf_hits_name_the_right_page(ingested: Ingested) -> None:
     pdf = ingested.docs / "WhatisMilvus.pdf"
     pages = [re.sub(r"[^a-z0-9]", "", p.extract_text().lower()) for p in PdfReader(str(pdf)).pages]
     doc = next(d for d in await ingested.library.documents("milvus") if d.path == str(pdf))
-    chunks = await ingested.library.get_chunks([f"{doc.doc_id}:{n:05d}" for n in range(doc.chunk_count)])
+    chunks = await ingested.library.get_chunks(
+        [f"{doc.doc_id}:{n:05d}" for n in range(doc.chunk_count)]
+    )
     assert len(chunks) == doc.chunk_count
     assert {c.page for c in chunks} == {1, 2, 3, 4}
     for chunk in chunks:
@@ -188,7 +220,9 @@ async def test_every_chunk_is_stored_with_the_vector_of_its_own_text(
         for n, chunk_id in enumerate(ids):
             assert float(stored[chunk_id] @ expected[n]) > 0.999, (doc.path, n)
         # and meaning search with a chunk's own vector finds that chunk first
-        (hits,) = library.store.search("milvus", [pieces[0].text], expected[:1], mode="dense", top_k=1)
+        (hits,) = library.store.search(
+            "milvus", [pieces[0].text], expected[:1], mode="dense", top_k=1
+        )
         assert [h.chunk.chunk_id for h in hits] == [ids[0]], doc.path
 
 
@@ -223,7 +257,9 @@ async def test_a_changed_file_has_only_its_chunks_replaced(small: Ingested) -> N
     other_ids = chunk_ids_of(library, "milvus", others)
     vectors_before = stored_vectors(library, "milvus", other_ids)
     assert sorted(vectors_before) == other_ids
-    notes.write_text("Field notes.\n\nThe wombat burrow flooded after the storm.\n", encoding="utf-8")
+    notes.write_text(
+        "Field notes.\n\nThe wombat burrow flooded after the storm.\n", encoding="utf-8"
+    )
 
     end = finished(await collect(library.ingest([small.docs], "milvus")))
 
@@ -234,11 +270,15 @@ async def test_a_changed_file_has_only_its_chunks_replaced(small: Ingested) -> N
     assert all(np.array_equal(vectors_after[cid], vectors_before[cid]) for cid in other_ids)
     (hits,) = await library.search(["wombat burrow"], mode="bm25", top_k=3)
     assert hits and hits[0].chunk.path == str(notes)
-    (near,) = await library.search(["a wombat's burrow was flooded by a storm"], mode="dense", top_k=1)
+    (near,) = await library.search(
+        ["a wombat's burrow was flooded by a storm"], mode="dense", top_k=1
+    )
     assert near[0].chunk.path == str(notes)  # the new text has its new vector
     (stale,) = await library.search(["quokka colony"], mode="bm25", top_k=3)
     assert all("quokka" not in h.chunk.text for h in stale)
-    assert library.store.count("milvus") == sum(d.chunk_count for d in await library.documents("milvus"))
+    assert library.store.count("milvus") == sum(
+        d.chunk_count for d in await library.documents("milvus")
+    )
 
 
 async def test_a_deleted_file_is_removed_on_rescan(small: Ingested) -> None:
@@ -265,7 +305,9 @@ async def test_a_rescan_that_finds_nothing_new_starts_no_converter(small: Ingest
     end = finished(await collect(library.rescan("milvus")))
     assert (end.indexed, end.unchanged) == (0, len(small.files))
     assert library._converters is None or not library._converters.started
-    (small.docs / "notes.txt").write_text("Field notes.\n\nThe numbat den is empty.\n", encoding="utf-8")
+    (small.docs / "notes.txt").write_text(
+        "Field notes.\n\nThe numbat den is empty.\n", encoding="utf-8"
+    )
     end = finished(await collect(library.rescan("milvus")))
     assert end.indexed == 1 and library._converters is not None and library._converters.started
 
@@ -287,7 +329,9 @@ class _OtherModel:
         return self.inner.embed(texts)
 
 
-async def test_an_embedding_model_mismatch_is_refused(tmp_path: Path, embedder: OnnxMiniLMEmbedder) -> None:
+async def test_an_embedding_model_mismatch_is_refused(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
     paths = paths_in(tmp_path / "home")
     note = tmp_path / "note.txt"
     note.write_text("A short note about lighthouses.\n", encoding="utf-8")

@@ -40,12 +40,18 @@ def test_a_long_pdf_read_in_windows_gives_the_chunks_of_reading_it_at_once(
     whole = converter.convert(path)
     assert heard == []
     assert "\n".join(p.text for p in windowed.pieces) == "\n".join(p.text for p in whole.pieces)
-    assert {p.page for p in windowed.pieces} == {p.page for p in whole.pieces} == set(range(1, PAGES + 1))
+    assert (
+        {p.page for p in windowed.pieces}
+        == {p.page for p in whole.pieces}
+        == set(range(1, PAGES + 1))
+    )
     assert len(windowed.pieces) <= len(whole.pieces) + 2  # at most a chunk cut at each window's end
     assert (windowed.title, windowed.pages) == (whole.title, whole.pages) == (whole.title, PAGES)
 
 
-async def test_the_ingest_progress_counts_the_pages_of_a_long_pdf(tmp_path: Path, shared_data: Path) -> None:
+async def test_the_ingest_progress_counts_the_pages_of_a_long_pdf(
+    tmp_path: Path, shared_data: Path
+) -> None:
     folder = tmp_path / "reports"
     folder.mkdir()
     long_pdf(shared_data, folder / "annual.pdf")

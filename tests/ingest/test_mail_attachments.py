@@ -40,14 +40,22 @@ def letter_with_attachments() -> EmailMessage:
     message["Cc"] = "office@harbour.example"
     message["Subject"] = "Cargo manifest"
     message["Date"] = DATE
-    message.set_content("The manifest and the survey are attached; the cormorant crates left on Monday.")
+    message.set_content(
+        "The manifest and the survey are attached; the cormorant crates left on Monday."
+    )
     message.add_attachment(
-        b"crate 7 holds the marjoram seedlings\n", maintype="text", subtype="plain", filename="notes.txt"
+        b"crate 7 holds the marjoram seedlings\n",
+        maintype="text",
+        subtype="plain",
+        filename="notes.txt",
     )
     first_page = tuple(
-        f"Line {n} of the quay survey lists the bollards, the cleats and the ladders." for n in range(17)
+        f"Line {n} of the quay survey lists the bollards, the cleats and the ladders."
+        for n in range(17)
     )
-    survey = text_pdf((first_page, (*first_page, "The larkspur bales were stacked by the crane.")))  # a chunk a page
+    survey = text_pdf(
+        (first_page, (*first_page, "The larkspur bales were stacked by the crane."))
+    )  # a chunk a page
     message.add_attachment(survey, maintype="application", subtype="pdf", filename="survey.pdf")
     memo = _docx_bytes("The memo says the bryony shipment is insured.")
     message.add_attachment(
@@ -63,9 +71,14 @@ def letter_with_attachments() -> EmailMessage:
     forwarded.set_content("The quillwort pilot boat sails at dawn.")
     message.add_attachment(forwarded)  # message/rfc822: a mail attached to the mail
     message.add_attachment(
-        b"MZ\x90\x00 not a program to run", maintype="application", subtype="octet-stream", filename="tool.exe"
+        b"MZ\x90\x00 not a program to run",
+        maintype="application",
+        subtype="octet-stream",
+        filename="tool.exe",
     )
-    message.add_attachment(b"%PDF-1.4 cut short", maintype="application", subtype="pdf", filename="torn.pdf")
+    message.add_attachment(
+        b"%PDF-1.4 cut short", maintype="application", subtype="pdf", filename="torn.pdf"
+    )
     return message
 
 
@@ -111,11 +124,20 @@ def test_a_message_and_its_attachments_are_cited_as_linked_sources(
     assert "attachment torn.pdf of “Cargo manifest” not read:" in err, err
 
     hit = search("cormorant", capsys)  # the message itself: its label, its headers first
-    assert hit["path"] == str(letter) and hit["title"] == LABEL and hit["headings"] == ["Cargo manifest"]
+    assert (
+        hit["path"] == str(letter)
+        and hit["title"] == LABEL
+        and hit["headings"] == ["Cargo manifest"]
+    )
     text = str(hit["text"])
-    assert text.startswith("From: Bo Lind <bo@harbour.example>\nTo: Ana Berg <ana@harbour.example>\n")
+    assert text.startswith(
+        "From: Bo Lind <bo@harbour.example>\nTo: Ana Berg <ana@harbour.example>\n"
+    )
     assert "Cc: office@harbour.example" in text and "Date: Wed, 02 Dec 2026" in text
-    assert "Attachments: notes.txt, survey.pdf, memo.docx, Pilot schedule.eml, tool.exe, torn.pdf" in text
+    assert (
+        "Attachments: notes.txt, survey.pdf, memo.docx, Pilot schedule.eml, tool.exe, torn.pdf"
+        in text
+    )
 
     hit = search("marjoram", capsys)
     assert hit["path"] == str(letter) and hit["title"] == f"notes.txt, attached to {LABEL}"
@@ -123,7 +145,9 @@ def test_a_message_and_its_attachments_are_cited_as_linked_sources(
     hit = search("larkspur", capsys)  # a PDF attachment keeps its pages
     assert hit["title"] == f"survey.pdf, attached to {LABEL}" and hit["page"] == 2
     hit = search("bryony", capsys)
-    assert hit["title"] == f"memo.docx, attached to {LABEL}" and "bryony shipment is insured" in str(hit["text"])
+    assert hit[
+        "title"
+    ] == f"memo.docx, attached to {LABEL}" and "bryony shipment is insured" in str(hit["text"])
     hit = search("quillwort", capsys)  # the forwarded mail, read as a mail
     assert hit["title"] == f"Pilot schedule.eml, attached to {LABEL}"
     assert "From: Harbour Master <master@harbour.example>" in str(hit["text"])
@@ -169,7 +193,10 @@ def test_a_message_that_cannot_be_read_is_named_and_the_others_kept(
 
     monkeypatch.setattr(mail_files, "_body_text", body_or_fail)
     read = converter.convert(archive)
-    assert read.note.startswith("2 messages; ") and "message 3 could not be read (no body to be had)" in read.note
+    assert (
+        read.note.startswith("2 messages; ")
+        and "message 3 could not be read (no body to be had)" in read.note
+    )
     assert {piece.headings for piece in read.pieces} == {("Tide tables",), ("Broken parts",)}
 
 
@@ -185,10 +212,15 @@ def test_pictures_the_html_shows_inline_are_layout_not_attachments(
     message = EmailMessage()
     message["From"], message["Subject"], message["Date"] = "ana@harbour.example", "Quay rota", DATE
     message.set_content(
-        "<html><body><p>The saffron rota is attached.</p><img src='cid:logo1@harbour'></body></html>", subtype="html"
+        "<html><body><p>The saffron rota is attached.</p><img src='cid:logo1@harbour'></body></html>",
+        subtype="html",
     )
     message.add_related(
-        logo.getvalue(), maintype="image", subtype="png", cid="<logo1@harbour>", filename="image001.png"
+        logo.getvalue(),
+        maintype="image",
+        subtype="png",
+        cid="<logo1@harbour>",
+        filename="image001.png",
     )
     # a multipart/related message, as some mailers write it: the body, its logo and a file side by side
     message.add_related(
@@ -207,4 +239,7 @@ def test_pictures_the_html_shows_inline_are_layout_not_attachments(
     assert "(2 chunks; 1 attachment read)" in err and "image001" not in err, err
     hit = search("saffron", capsys)
     assert "Attachments: rota.txt" in str(hit["text"]) and "image001" not in str(hit["text"])
-    assert search("cassia", capsys)["title"] == "rota.txt, attached to Quay rota — ana@harbour.example, 2 Dec 2026"
+    assert (
+        search("cassia", capsys)["title"]
+        == "rota.txt, attached to Quay rota — ana@harbour.example, 2 Dec 2026"
+    )

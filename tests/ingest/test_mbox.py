@@ -30,15 +30,26 @@ def _message(subject: str, sender: str, body: str, *, charset: str = "utf-8") ->
 
 
 def make_archive(path: Path) -> None:
-    plain = _message("Tide tables", "Ana Berg <ana@harbour.example>", "The heliotrope buoy marks the channel.")
+    plain = _message(
+        "Tide tables", "Ana Berg <ana@harbour.example>", "The heliotrope buoy marks the channel."
+    )
     latin = _message(
-        "Grüße", "Jörg <jorg@harbour.example>", "Grüße aus Köln: the bergamot crates arrived.", charset="iso-8859-1"
+        "Grüße",
+        "Jörg <jorg@harbour.example>",
+        "Grüße aus Köln: the bergamot crates arrived.",
+        charset="iso-8859-1",
     )
     html = EmailMessage()
     html["From"], html["Subject"] = "news@harbour.example", "Harbour news"
-    html.set_content("<html><body><p>The <b>samphire</b> harvest was early.</p></body></html>", subtype="html")
-    attached = _message("Cargo manifest", "bo@harbour.example", "The lichen samples are listed in the manifest.")
-    attached.add_attachment(b"crate 1: lichen\n", maintype="text", subtype="plain", filename="manifest.txt")
+    html.set_content(
+        "<html><body><p>The <b>samphire</b> harvest was early.</p></body></html>", subtype="html"
+    )
+    attached = _message(
+        "Cargo manifest", "bo@harbour.example", "The lichen samples are listed in the manifest."
+    )
+    attached.add_attachment(
+        b"crate 1: lichen\n", maintype="text", subtype="plain", filename="manifest.txt"
+    )
     box = mailbox.mbox(str(path))
     try:
         for message in (plain, latin, html, attached):
@@ -71,11 +82,15 @@ def test_each_message_of_an_archive_is_found_under_its_subject(
 
     hit = search("heliotrope", capsys)
     assert hit["path"] == str(archive) and hit["headings"] == ["Tide tables"]
-    assert "From: Ana Berg <ana@harbour.example>" in str(hit["text"]) and "Date: Wed, 02 Dec 2026" in str(hit["text"])
+    assert "From: Ana Berg <ana@harbour.example>" in str(
+        hit["text"]
+    ) and "Date: Wed, 02 Dec 2026" in str(hit["text"])
     hit = search("bergamot", capsys)
     assert hit["headings"] == ["Grüße"] and "Grüße aus Köln" in str(hit["text"])
     hit = search("samphire", capsys)
-    assert hit["headings"] == ["Harbour news"] and "The samphire harvest" in " ".join(str(hit["text"]).split())
+    assert hit["headings"] == ["Harbour news"] and "The samphire harvest" in " ".join(
+        str(hit["text"]).split()
+    )
     assert "<b>" not in str(hit["text"])
     hit = search("samples", capsys)
     assert hit["headings"] == ["Cargo manifest"] and "Attachments: manifest.txt" in str(hit["text"])
@@ -87,7 +102,9 @@ def test_each_message_of_an_archive_is_found_under_its_subject(
     assert hit["headings"] == ["Odd charset"]
 
 
-def test_an_empty_archive_fails_with_a_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_empty_archive_fails_with_a_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "mail"
     folder.mkdir()
     (folder / "empty.mbox").write_bytes(b"From nobody Wed Dec  2 08:30:00 2026\n\n")
@@ -126,12 +143,15 @@ async def test_every_report_of_a_file_is_heard_before_its_result(
     monkeypatch.setattr(worker_pool, "queue", types.SimpleNamespace(SimpleQueue=SlowListenerQueue))
     make_archive(tmp_path / "harbour.mbox")
     config = ConverterConfig(
-        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+        tokenizer_json=embedder.tokenizer.to_str(),
+        max_tokens=chunk_token_limit(embedder.max_tokens, 256),
     )
     pool = ConversionPool(config, workers=1, kind="thread")
     heard: list[tuple[int, int, str]] = []
     try:
-        outcome = await pool.convert(tmp_path / "harbour.mbox", on_page=lambda *report: heard.append(report))
+        outcome = await pool.convert(
+            tmp_path / "harbour.mbox", on_page=lambda *report: heard.append(report)
+        )
         assert outcome.document is not None, outcome.error
         assert heard and heard[0] == (1, 5, "message"), heard  # heard when the result is
     finally:

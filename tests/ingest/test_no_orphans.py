@@ -28,14 +28,18 @@ from app.ingest.regular_files import NOT_REGULAR
 from app.ingest.scan import ScanResult
 
 
-def _converter_when(ingest: psutil.Process, when: str, deadline_s: float = 60) -> list[psutil.Process]:
+def _converter_when(
+    ingest: psutil.Process, when: str, deadline_s: float = 60
+) -> list[psutil.Process]:
     """The ingest's descendants once its converter exists ("starting": still importing its
     readers) or is busy ("busy": starting or reading; the file takes minutes)."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         family = ingest.children(recursive=True)
         converters = [p for p in family if "spawn_main" in " ".join(_command(p))]
-        if converters and (when == "starting" or any(p.cpu_percent(interval=0.2) > 50 for p in converters)):
+        if converters and (
+            when == "starting" or any(p.cpu_percent(interval=0.2) > 50 for p in converters)
+        ):
             return ingest.children(recursive=True)
         time.sleep(0.05)
     raise AssertionError(f"no converter {when}")
@@ -51,7 +55,9 @@ def _command(process: psutil.Process) -> list[str]:
 @pytest.mark.skipif(sys.platform == "win32", reason="kill -9 and SIGTERM are POSIX signals")
 @pytest.mark.parametrize("when", ["starting", "busy"])
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
-def test_no_conversion_process_outlives_its_ingest(tmp_path: Path, how: signal.Signals, when: str) -> None:
+def test_no_conversion_process_outlives_its_ingest(
+    tmp_path: Path, how: signal.Signals, when: str
+) -> None:
     """Stopped while its converter starts (SIGTERM then waited for it to be ready: 30 s
     and more on a loaded machine) or while it reads a file that takes minutes."""
     docs = tmp_path / "docs"
@@ -96,7 +102,9 @@ async def test_a_file_swapped_for_a_pipe_after_the_scan_is_named_and_the_rest_in
     docs.mkdir()
     swapped = docs / "swapped.txt"
     swapped.write_text("The wombat ledger is kept in the shed.\n", encoding="utf-8")
-    (docs / "tides.md").write_text("# Tides\n\nThe spring tide peaks at 5.2 metres.\n", encoding="utf-8")
+    (docs / "tides.md").write_text(
+        "# Tides\n\nThe spring tide peaks at 5.2 metres.\n", encoding="utf-8"
+    )
     real_scan = ingest_run.scan
 
     def scan_then_swap(*args: object, **kwargs: object) -> ScanResult:
@@ -133,7 +141,8 @@ async def test_a_stopped_ingest_neither_waits_for_its_files_nor_starts_the_queue
     for path in slow:
         path.write_bytes(nested_divs_html(100_000))
     config = ConverterConfig(
-        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+        tokenizer_json=embedder.tokenizer.to_str(),
+        max_tokens=chunk_token_limit(embedder.max_tokens, 256),
     )
     pool = ConversionPool(config, workers=1, limits=ConvertLimits(seconds=600))
 
@@ -142,7 +151,9 @@ async def test_a_stopped_ingest_neither_waits_for_its_files_nor_starts_the_queue
         alive = []
         for child in psutil.Process().children():
             try:
-                if child.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(child.cmdline()):
+                if child.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(
+                    child.cmdline()
+                ):
                     alive.append(child)
             except psutil.Error:
                 continue
@@ -161,7 +172,9 @@ async def test_a_stopped_ingest_neither_waits_for_its_files_nor_starts_the_queue
         while workers() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the OS, no event to wait on
             await asyncio.sleep(0.1)
         assert workers() == [] and time.monotonic() - started < 10
-        await asyncio.sleep(1.0)  # the waiting file's helper thread, had it gone on, starts a worker now
+        await asyncio.sleep(
+            1.0
+        )  # the waiting file's helper thread, had it gone on, starts a worker now
         assert workers() == [], "the file that was waiting was started after the stop"
     finally:
         pool.shutdown()

@@ -15,14 +15,27 @@ from network_guard import NetworkGuard
 from app.ingest.convert import Converter
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
-PUBLIC = ("http://203.0.113.7/photo.png", "https://images.example.com/logo.png")  # documentation addresses
+PUBLIC = (
+    "http://203.0.113.7/photo.png",
+    "https://images.example.com/logo.png",
+)  # documentation addresses
 
 
 def test_converting_html_and_markdown_requests_nothing_they_link_to(
     converter: Converter, tmp_path: Path, network_guard: NetworkGuard
 ) -> None:
     with FileServer() as server:
-        for name in ("img.png", "style.css", "x.js", "frame", "obj", "src.webp", "md.png", "md-html.png", "bg.png"):
+        for name in (
+            "img.png",
+            "style.css",
+            "x.js",
+            "frame",
+            "obj",
+            "src.webp",
+            "md.png",
+            "md-html.png",
+            "bg.png",
+        ):
             server.add(f"/{name}", PNG)
         u = server.url
         (tmp_path / "page.html").write_text(
@@ -40,7 +53,9 @@ def test_converting_html_and_markdown_requests_nothing_they_link_to(
         )
         page = " ".join(p.text for p in converter.convert(tmp_path / "page.html").pieces)
         note = " ".join(p.text for p in converter.convert(tmp_path / "note.md").pieces)
-        assert "Tide tables are kept here." in page and "The ferry leaves at noon." in note  # both were read
+        assert (
+            "Tide tables are kept here." in page and "The ferry leaves at noon." in note
+        )  # both were read
         assert server.seen() == []
     assert network_guard.violations == []
 
@@ -68,11 +83,16 @@ def test_a_word_file_with_a_linked_image_is_read_without_fetching_it(
     document.save(str(embedded))
     linked = tmp_path / "linked.docx"
     image_rel = re.compile(r'(<Relationship Id="rId\d+" Type="[^"]*/image" Target=")[^"]*(")')
-    with zipfile.ZipFile(embedded) as source, zipfile.ZipFile(linked, "w", zipfile.ZIP_DEFLATED) as target:
+    with (
+        zipfile.ZipFile(embedded) as source,
+        zipfile.ZipFile(linked, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
         for item in source.infolist():
             data = source.read(item.filename)
             if item.filename == "word/_rels/document.xml.rels":
-                rels, n = image_rel.subn(rf'\g<1>{PUBLIC[0]}" TargetMode="External\g<2>', data.decode())
+                rels, n = image_rel.subn(
+                    rf'\g<1>{PUBLIC[0]}" TargetMode="External\g<2>', data.decode()
+                )
                 assert n == 1
                 data = rels.encode()
             elif item.filename == "word/document.xml":

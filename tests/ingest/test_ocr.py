@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 from ingest_files import ingest_saying
-from scanned_files import PAGE_TEXTS, character_error_rate, image_pdf, make_scanned_files, rasterise, text_pdf
+from scanned_files import (
+    PAGE_TEXTS,
+    character_error_rate,
+    image_pdf,
+    make_scanned_files,
+    rasterise,
+    text_pdf,
+)
 
 from app.cli import main
 from app.core.events import IngestProgress
@@ -17,7 +24,9 @@ from app.ingest.convert.ocr import PageReader, scanned_pages
 from app.store.catalog import Catalog
 
 
-def hits_for(word: str, collection: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+def hits_for(
+    word: str, collection: str, capsys: pytest.CaptureFixture[str]
+) -> list[dict[str, object]]:
     assert main(["search", word, "-c", collection, "--mode", "bm25", "--top-k", "8", "--json"]) == 0
     return [h for h in json.loads(capsys.readouterr().out) if word in str(h["text"])]
 
@@ -54,15 +63,21 @@ def test_scans_and_images_are_indexed_with_their_pages_and_say_they_were_read_by
     assert gannets == {(str(files["scanned"]), 1), (str(files["png"]), 1), (str(files["tiff"]), 1)}
     beacon = {(h["path"], h["page"]) for h in hits_for("beacon", "scans", capsys)}
     assert beacon == {(str(files["scanned"]), 2), (str(files["tiff"]), 2)}
-    assert {(h["path"], h["page"]) for h in hits_for("foghorn", "scans", capsys)} == {(str(files["mixed"]), 2)}
-    assert {(h["path"], h["page"]) for h in hits_for("rope", "scans", capsys)} == {(str(files["mixed"]), 1)}
+    assert {(h["path"], h["page"]) for h in hits_for("foghorn", "scans", capsys)} == {
+        (str(files["mixed"]), 2)
+    }
+    assert {(h["path"], h["page"]) for h in hits_for("rope", "scans", capsys)} == {
+        (str(files["mixed"]), 1)
+    }
 
     catalog = Catalog(app_paths().catalog_file)
     try:
         notes = {d.path: d.error for d in catalog.documents("scans")}
     finally:
         catalog.close()
-    assert notes[str(files["mixed"])] == "1 of 2 pages read by OCR"  # shown beside the document in the window
+    assert (
+        notes[str(files["mixed"])] == "1 of 2 pages read by OCR"
+    )  # shown beside the document in the window
     assert notes[str(files["scanned"])] == "read by OCR (2 pages)"
 
 
@@ -75,13 +90,21 @@ def test_with_ocr_off_images_are_skipped_and_a_scan_says_to_turn_it_on(
     assert main(["ingest", str(tmp_path / "scans"), "--collection", "scans", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "1 indexed" in err and "2 skipped" in err and "1 failed" in err, err
-    assert f"{files['png']}: Images (.png) are read by OCR, which is turned off in Settings (Indexing)." in err
-    assert f"{files['scanned']}: No text could be extracted from this PDF; it is probably scanned images." in err
+    assert (
+        f"{files['png']}: Images (.png) are read by OCR, which is turned off in Settings (Indexing)."
+        in err
+    )
+    assert (
+        f"{files['scanned']}: No text could be extracted from this PDF; it is probably scanned images."
+        in err
+    )
     assert main(["search", "rope", "-c", "scans", "--mode", "bm25", "--json"]) == 0
     assert {h["page"] for h in json.loads(capsys.readouterr().out)} == {1}  # the typed page only
 
 
-def test_an_image_that_is_not_one_fails_with_a_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_image_that_is_not_one_fails_with_a_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "photo.jpg").write_bytes(b"not a jpeg at all, just text")

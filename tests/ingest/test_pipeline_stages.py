@@ -134,7 +134,8 @@ def copy_docs(shared_data: Path, target: Path, count: int) -> list[Path]:
 
 def converter_config(embedder: OnnxMiniLMEmbedder) -> ConverterConfig:
     return ConverterConfig(
-        tokenizer_json=embedder.tokenizer.to_str(), max_tokens=chunk_token_limit(embedder.max_tokens, 256)
+        tokenizer_json=embedder.tokenizer.to_str(),
+        max_tokens=chunk_token_limit(embedder.max_tokens, 256),
     )
 
 
@@ -185,15 +186,21 @@ async def test_the_next_files_convert_while_the_current_ones_embed_in_full_calls
     recorder = RecordingEmbedder(embedder)
     pool = RecordingPool(converter_config(embedder))
     async with library_at(tmp_path / "home", embedder) as library:
-        run = await ingest(library, tmp_path / "docs", embedder=recorder, converters=pool, threads=2)
+        run = await ingest(
+            library, tmp_path / "docs", embedder=recorder, converters=pool, threads=2
+        )
         assert run.finished.indexed == len(files) and run.finished.failed == 0
         assert library.store.count(COLLECTION) == run.finished.chunks
 
     calls = sorted(recorder.calls)
     first_start, first_end, _ = calls[0]
     # conversion runs ahead: files were converted while the first call embedded
-    converted_meanwhile = [name for name, end in pool.ended.items() if first_start < end < first_end]
-    assert converted_meanwhile, f"no file was converted while the first embed call ran: {pool.ended}, {calls}"
+    converted_meanwhile = [
+        name for name, end in pool.ended.items() if first_start < end < first_end
+    ]
+    assert converted_meanwhile, (
+        f"no file was converted while the first embed call ran: {pool.ended}, {calls}"
+    )
     # both threads embedded at once
     assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(calls)), calls
 
@@ -212,7 +219,9 @@ async def test_the_next_files_convert_while_the_current_ones_embed_in_full_calls
 async def test_embedding_goes_on_while_documents_are_written(
     tmp_path: Path, shared_data: Path, embedder: OnnxMiniLMEmbedder
 ) -> None:
-    files = copy_docs(shared_data, tmp_path / "docs", 24)  # more than two calls: some left after the first write
+    files = copy_docs(
+        shared_data, tmp_path / "docs", 24
+    )  # more than two calls: some left after the first write
     recorder = RecordingEmbedder(embedder)
     async with library_at(tmp_path / "home", embedder) as library:
         gated = WriteWaitsForEmbedding(library.ledger, recorder)
@@ -228,7 +237,11 @@ async def test_embedding_goes_on_while_documents_are_written(
         assert run.finished.indexed == len(files)
         docs = await library.documents(COLLECTION)
         assert all(d.status is DocumentStatus.INDEXED for d in docs)
-        assert library.store.count(COLLECTION) == sum(d.chunk_count for d in docs) == run.finished.chunks
+        assert (
+            library.store.count(COLLECTION)
+            == sum(d.chunk_count for d in docs)
+            == run.finished.chunks
+        )
 
 
 async def test_a_conversion_pool_that_fails_is_reported_for_the_file_and_the_rest_is_indexed(
@@ -239,10 +252,15 @@ async def test_a_conversion_pool_that_fails_is_reported_for_the_file_and_the_res
     recorder = RecordingEmbedder(embedder)
     pool = RecordingPool(converter_config(embedder), broken=frozenset({broken}))
     async with library_at(tmp_path / "home", embedder) as library:
-        run = await ingest(library, tmp_path / "docs", embedder=recorder, converters=pool, threads=2)
+        run = await ingest(
+            library, tmp_path / "docs", embedder=recorder, converters=pool, threads=2
+        )
         (failed,) = run.done("failed")
         assert Path(failed.path).name == broken
-        assert failed.reason == "Conversion failed unexpectedly: the conversion workers could not be started."
+        assert (
+            failed.reason
+            == "Conversion failed unexpectedly: the conversion workers could not be started."
+        )
         assert run.finished.indexed == len(files) - 1 and run.finished.failed == 1
         (doc,) = [d for d in await library.documents(COLLECTION) if Path(d.path).name == broken]
         assert doc.status is DocumentStatus.FAILED and "could not be started" in doc.error
@@ -297,7 +315,9 @@ def job_with(name: str, chunks: int) -> Job:
 
 def vectors_for(texts: list[str]) -> np.ndarray:
     """A vector per text that says which text it is: [file number, chunk number]."""
-    return np.array([[float(t.split()[0][1:]), float(t.split()[1])] for t in texts], dtype=np.float32)
+    return np.array(
+        [[float(t.split()[0][1:]), float(t.split()[1])] for t in texts], dtype=np.float32
+    )
 
 
 def test_calls_take_chunks_across_files_and_each_file_gets_its_vectors_in_order() -> None:
@@ -337,7 +357,9 @@ def test_a_short_call_goes_out_only_when_a_core_would_idle() -> None:
     assert eight_cores.call_size(free=3, busy=5, more_coming=True) == 0  # too short to be worth it
     eight_cores.add(job_with("f1", 30))
     assert eight_cores.call_size(free=3, busy=5, more_coming=True) == 40  # cores would idle
-    assert eight_cores.call_size(free=1, busy=7, more_coming=True) == 0  # the converter has the last one
+    assert (
+        eight_cores.call_size(free=1, busy=7, more_coming=True) == 0
+    )  # the converter has the last one
 
 
 def test_the_last_chunks_are_shared_by_all_threads() -> None:

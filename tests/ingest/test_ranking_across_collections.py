@@ -23,7 +23,13 @@ from app.core.paths import AppPaths
 from app.core.settings import Settings
 from app.ingest.library import Library
 
-DOCS, PDF, WIKI_BIG, WIKI_SMALL, WIKI_ONE = "milvus_docs", "milvus_pdf", "wiki_big", "wiki_small", "wiki_one"
+DOCS, PDF, WIKI_BIG, WIKI_SMALL, WIKI_ONE = (
+    "milvus_docs",
+    "milvus_pdf",
+    "wiki_big",
+    "wiki_small",
+    "wiki_one",
+)
 SMALL_QUESTIONS = 10  # the paragraphs of MuSiQue's first 10 questions make the small collection
 TOP_K = 10
 Musique = tuple[list[dict[str, str]], list[dict[str, object]]]  # the corpus and the questions
@@ -58,7 +64,11 @@ def library_paths(
         if (p["title"], p["paragraph_text"]) in index  # type: ignore[index]
     }
     root = tmp_path_factory.mktemp("ranking")
-    folders = {WIKI_BIG: root / "wiki-big", WIKI_SMALL: root / "wiki-small", WIKI_ONE: root / "wiki-one"}
+    folders = {
+        WIKI_BIG: root / "wiki-big",
+        WIKI_SMALL: root / "wiki-small",
+        WIKI_ONE: root / "wiki-one",
+    }
     for folder in folders.values():
         folder.mkdir()
     for i, para in enumerate(corpus):
@@ -66,7 +76,9 @@ def library_paths(
         text = f"{para['title'].strip()}\n\n{para['text'].strip()}\n"
         (folder / paragraph_file(i)).write_text(text, "utf-8")
         (folders[WIKI_ONE] / paragraph_file(i)).write_text(text, "utf-8")
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    paths = AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
 
     async def run() -> None:
         library = Library.open(Settings(), paths)
@@ -78,8 +90,13 @@ def library_paths(
                 (folders[WIKI_SMALL], WIKI_SMALL),
                 (folders[WIKI_ONE], WIKI_ONE),
             ):
-                finished = [e async for e in library.ingest([folder], name) if isinstance(e, IngestFinished)]
-                assert finished and finished[0].indexed > 0 and finished[0].failed == 0, (name, finished)
+                finished = [
+                    e async for e in library.ingest([folder], name) if isinstance(e, IngestFinished)
+                ]
+                assert finished and finished[0].indexed > 0 and finished[0].failed == 0, (
+                    name,
+                    finished,
+                )
         finally:
             await library.aclose()
 
@@ -99,7 +116,9 @@ def file_of(hit: Hit) -> str:
     return Path(hit.chunk.path).name
 
 
-async def search(paths: AppPaths, queries: list[str], collections: list[str] | None) -> list[list[Hit]]:
+async def search(
+    paths: AppPaths, queries: list[str], collections: list[str] | None
+) -> list[list[Hit]]:
     library = Library.open(Settings(), paths)
     try:
         return await library.search(queries, collections=collections, top_k=TOP_K)
@@ -107,8 +126,13 @@ async def search(paths: AppPaths, queries: list[str], collections: list[str] | N
         await library.aclose()
 
 
-async def test_a_newcomers_questions_find_the_documentation_first_not_the_small_pdf(library_paths: AppPaths) -> None:
-    questions = ["How does Milvus Lite differ from Milvus Standalone?", "What index types does Milvus support?"]
+async def test_a_newcomers_questions_find_the_documentation_first_not_the_small_pdf(
+    library_paths: AppPaths,
+) -> None:
+    questions = [
+        "How does Milvus Lite differ from Milvus Standalone?",
+        "What index types does Milvus support?",
+    ]
     everywhere = await search(library_paths, questions, None)
     alone = await search(library_paths, questions, [DOCS])
     # the six hits a report reads come from the documentation, as when it is searched alone
@@ -145,7 +169,9 @@ async def test_gold_recall_over_every_collection_matches_the_right_collection_al
     def recall(hits: list[Hit], gold: set[str]) -> float:
         return len(gold & {file_of(h) for h in hits}) / len(gold)
 
-    pairs = [(recall(a, g), recall(b, g)) for a, b, g in zip(everywhere, alone, golds, strict=True) if g]
+    pairs = [
+        (recall(a, g), recall(b, g)) for a, b, g in zip(everywhere, alone, golds, strict=True) if g
+    ]
     assert len(pairs) >= 90
     over_all = statistics.mean(a for a, _ in pairs)
     right_one = statistics.mean(b for _, b in pairs)
@@ -163,7 +189,8 @@ async def test_two_collections_rank_as_the_same_passages_in_one_collection_would
     as_two = await search(library_paths, texts, [WIKI_BIG, WIKI_SMALL])
     as_one = await search(library_paths, texts, [WIKI_ONE])
     agreement = [
-        len({file_of(h) for h in a} & {file_of(h) for h in b}) / TOP_K for a, b in zip(as_two, as_one, strict=True)
+        len({file_of(h) for h in a} & {file_of(h) for h in b}) / TOP_K
+        for a, b in zip(as_two, as_one, strict=True)
     ]
     # measured 0.994 (the same first hit for 100 of 100 questions); merging each
     # collection's own fused scores gave 0.649 (85 of 100)

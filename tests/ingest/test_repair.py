@@ -22,11 +22,17 @@ from app.store.catalog import Catalog
 from app.store.vectors import VectorStore
 
 
-async def test_open_repairs_pending_and_lost_chunks(tmp_path: Path, embedder: OnnxMiniLMEmbedder) -> None:
+async def test_open_repairs_pending_and_lost_chunks(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "a.txt").write_text("Alpha.\n\n" + "The albatross glides for hours. " * 60, encoding="utf-8")
-    (docs / "b.txt").write_text("Beta.\n\n" + "The bittern booms in the reeds. " * 60, encoding="utf-8")
+    (docs / "a.txt").write_text(
+        "Alpha.\n\n" + "The albatross glides for hours. " * 60, encoding="utf-8"
+    )
+    (docs / "b.txt").write_text(
+        "Beta.\n\n" + "The bittern booms in the reeds. " * 60, encoding="utf-8"
+    )
     paths = paths_in(tmp_path / "home")
 
     library = Library.open(Settings(), paths, embedder=embedder)
@@ -56,7 +62,9 @@ async def test_open_repairs_pending_and_lost_chunks(tmp_path: Path, embedder: On
         end = events[-1]
         assert isinstance(end, IngestFinished) and end.indexed == 2
         redone = {d.path: d for d in await library.documents("birds")}
-        assert {p: d.chunk_count for p, d in redone.items()} == {p: d.chunk_count for p, d in before.items()}
+        assert {p: d.chunk_count for p, d in redone.items()} == {
+            p: d.chunk_count for p, d in before.items()
+        }
         assert library.store.count("birds") == a.chunk_count + b.chunk_count
     finally:
         await library.aclose()
@@ -90,7 +98,11 @@ async def test_a_store_failure_stops_the_ingest_with_its_sentence(
 
 def _corpus(folder: Path, shared_data: Path) -> Path:
     folder.mkdir()
-    for rel in ("about/limitations.md", "fragments/faq_normalize_embeddings.md", "about/comparison.md"):
+    for rel in (
+        "about/limitations.md",
+        "fragments/faq_normalize_embeddings.md",
+        "about/comparison.md",
+    ):
         source = shared_data / "milvus-docs" / rel
         (folder / source.name).write_bytes(source.read_bytes())
     return folder
@@ -134,15 +146,22 @@ def test_repair_reembeds_missing_chunks_and_deletes_orphans(
     store, listed = _store_and_docs(fathom_home)
     limitations, comparison = listed["limitations.md"], listed["comparison.md"]
     try:
-        before = {c.chunk_id: c.text for c in store.get_chunks("kb", sorted(chunk_ids_of(limitations.doc_id, 20)))}
+        before = {
+            c.chunk_id: c.text
+            for c in store.get_chunks("kb", sorted(chunk_ids_of(limitations.doc_id, 20)))
+        }
         lost = sorted(before)[2:5]
         store.delete_chunks("kb", lost)  # three passages of limitations.md vanish
         stray = store.get_chunks("kb", [f"{comparison.doc_id}:00000"])[0]
         vector = np.ones((1, 384), np.float32)
-        store.insert("kb", [replace(stray, chunk_id=f"{comparison.doc_id}:00999", chunk_no=999)], vector)
+        store.insert(
+            "kb", [replace(stray, chunk_id=f"{comparison.doc_id}:00999", chunk_no=999)], vector
+        )
         orphan = "feedfacefeedfacefeedface"
         store.insert("kb", [replace(stray, chunk_id=f"{orphan}:00000", doc_id=orphan)], vector)
-        store.ensure_collection("left behind", 384, "all-MiniLM-L6-v2-onnx-int8")  # a collection nobody lists
+        store.ensure_collection(
+            "left behind", 384, "all-MiniLM-L6-v2-onnx-int8"
+        )  # a collection nobody lists
     finally:
         store.close()
     capsys.readouterr()
@@ -158,8 +177,14 @@ def test_repair_reembeds_missing_chunks_and_deletes_orphans(
     }
     assert main(["repair", "--check"]) == 1
     words = capsys.readouterr().out
-    assert "limitations.md ('kb'): 3 of its " in words and "passages are missing from the search index" in words
-    assert "'left behind': the search index holds this collection, but the library does not list it." in words
+    assert (
+        "limitations.md ('kb'): 3 of its " in words
+        and "passages are missing from the search index" in words
+    )
+    assert (
+        "'left behind': the search index holds this collection, but the library does not list it."
+        in words
+    )
 
     assert main(["repair"]) == 0
     out = capsys.readouterr().out
@@ -172,7 +197,8 @@ def test_repair_reembeds_missing_chunks_and_deletes_orphans(
         again = listed["limitations.md"]
         assert again.status.value == "indexed"
         now = {
-            c.chunk_id: c.text for c in store.get_chunks("kb", sorted(chunk_ids_of(again.doc_id, again.chunk_count)))
+            c.chunk_id: c.text
+            for c in store.get_chunks("kb", sorted(chunk_ids_of(again.doc_id, again.chunk_count)))
         }
         assert now == before  # the same passages, embedded again from the file
         assert store.chunk_ids_by_document("kb")[comparison.doc_id] == chunk_ids_of(
@@ -223,7 +249,9 @@ def test_a_research_run_cut_short_by_a_crash_is_marked_interrupted_at_the_next_s
 
     runs = RunStore.open(app_paths().ensure())
     try:
-        runs.start_run("r-killed", question="What are Milvus' limits?", mode="deep")  # the process died here
+        runs.start_run(
+            "r-killed", question="What are Milvus' limits?", mode="deep"
+        )  # the process died here
     finally:
         runs.close()
     assert main(["repair", "--json"]) == 0

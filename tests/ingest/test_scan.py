@@ -67,7 +67,10 @@ def test_of_two_names_of_one_file_the_readable_one_is_indexed(tmp_path: Path) ->
     result = scan([tmp_path], max_file_mb=10)
     assert [f.path.name for f in result.files] == ["notes.txt"]
     reasons = _reasons(result)
-    assert "does not read '.dat'" in reasons["alias.dat"] and "does not read '.bak'" in reasons["notes.bak"]
+    assert (
+        "does not read '.dat'" in reasons["alias.dat"]
+        and "does not read '.bak'" in reasons["notes.bak"]
+    )
 
 
 def test_a_link_pointing_outside_the_folder_is_not_followed_unless_asked(tmp_path: Path) -> None:
@@ -87,13 +90,21 @@ def test_a_link_pointing_outside_the_folder_is_not_followed_unless_asked(tmp_pat
     assert [f.path.name for f in result.files] == ["inside.md"]
     reasons = _reasons(result)
     assert reasons["outside-link.md"] == reasons["to-elsewhere"] == LINK_OUTSIDE
-    assert reasons["to-sub"] != LINK_OUTSIDE  # inside the folder: followed (and its folder scanned once)
+    assert (
+        reasons["to-sub"] != LINK_OUTSIDE
+    )  # inside the folder: followed (and its folder scanned once)
 
     followed = scan([docs], max_file_mb=10, links_outside=True)
-    assert sorted(f.path.name for f in followed.files) == ["inside.md", "outside-link.md", "secret.txt"]
+    assert sorted(f.path.name for f in followed.files) == [
+        "inside.md",
+        "outside-link.md",
+        "secret.txt",
+    ]
     # a link given as the folder itself is followed: the user named it
     os.symlink(elsewhere, tmp_path / "named-link")
-    assert [f.path.name for f in scan([tmp_path / "named-link"], max_file_mb=10).files] == ["secret.txt"]
+    assert [f.path.name for f in scan([tmp_path / "named-link"], max_file_mb=10).files] == [
+        "secret.txt"
+    ]
 
 
 def test_a_missing_path_is_reported(tmp_path: Path) -> None:
@@ -133,7 +144,9 @@ def test_fathom_s_own_folders_and_other_libraries_are_never_indexed(
     assert inside.files == [] and {s.reason for s in inside.skipped} == {OWN_FOLDER}
 
 
-def test_a_home_folder_or_a_disk_s_root_is_broad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_home_folder_or_a_disk_s_root_is_broad(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from app.ingest.folder_size import is_broad
 
     homes = tmp_path / "home"
@@ -142,5 +155,7 @@ def test_a_home_folder_or_a_disk_s_root_is_broad(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("HOME", str(homes / "ana"))
     assert is_broad(homes / "ana") and is_broad(homes / "bob") and is_broad(Path("/"))
     assert not is_broad(homes / "ana" / "papers") and not is_broad(tmp_path)
-    monkeypatch.setenv("HOME", "/root")  # a home at the top of the disk: its neighbours are not homes
+    monkeypatch.setenv(
+        "HOME", "/root"
+    )  # a home at the top of the disk: its neighbours are not homes
     assert is_broad(Path("/root")) and not is_broad(tmp_path.parents[len(tmp_path.parents) - 2])

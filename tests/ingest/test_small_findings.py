@@ -17,12 +17,16 @@ from app.ingest.skip_reasons import skipped_phrase
 def test_docling_s_markdown_warning_does_not_reach_the_terminal(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "form.md").write_text("# Form\n\nName: ______________________\n\nSigned: ____________\n")
+    (docs / "form.md").write_text(
+        "# Form\n\nName: ______________________\n\nSigned: ____________\n"
+    )
     env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home")}
     done = run_fathom("ingest", str(docs), "--collection", "forms", env=env)
     assert done.returncode == 0, done.stderr
     assert "1 indexed" in done.stderr
-    assert "Warning" not in done.stderr and "potentially incorrect Markdown" not in done.stderr, done.stderr
+    assert "Warning" not in done.stderr and "potentially incorrect Markdown" not in done.stderr, (
+        done.stderr
+    )
 
 
 def test_link_loops_and_links_outside_are_not_counted_as_broken_links() -> None:
@@ -32,7 +36,10 @@ def test_link_loops_and_links_outside_are_not_counted_as_broken_links() -> None:
         "A broken symbolic link: its target does not exist.",
         "A symbolic link that points outside the folder being indexed; not followed (turn on …).",
     ]
-    assert skipped_phrase(4, reasons) == "4 skipped (2 a link loop, 1 a broken link, 1 a link outside the folder)"
+    assert (
+        skipped_phrase(4, reasons)
+        == "4 skipped (2 a link loop, 1 a broken link, 1 a link outside the folder)"
+    )
 
 
 def _flipped(source: Path, target: Path, every: int) -> Path:
@@ -52,8 +59,9 @@ def test_a_damaged_pdf_read_in_part_says_it_is_damaged_and_what_was_read(
     assert intact.note == ""
     damaged = converter.convert(_flipped(pdf, tmp_path / "damaged.pdf", 997))
     assert len(damaged.pieces) < len(intact.pieces)
-    assert "the file is damaged: 7 of 15 compressed parts could not be read; indexed what could be read" in (
-        damaged.note
+    assert (
+        "the file is damaged: 7 of 15 compressed parts could not be read; indexed what could be read"
+        in (damaged.note)
     ), damaged.note
     with pytest.raises(IngestError, match="The PDF is damaged and could not be read"):
         converter.convert(_flipped(pdf, tmp_path / "worse.pdf", 211))  # a page pdfium cannot load

@@ -61,7 +61,9 @@ class Watching:
 async def watching(tmp_path: Path) -> AsyncIterator[Watching]:
     folder = tmp_path / "notes"
     folder.mkdir()
-    (folder / "harbour.txt").write_text("The harbour wall was rebuilt in granite.\n", encoding="utf-8")
+    (folder / "harbour.txt").write_text(
+        "The harbour wall was rebuilt in granite.\n", encoding="utf-8"
+    )
     library = Library.open(Settings(), paths_in(tmp_path / "home"))
     state = Watching(library, folder)
     async for _ in library.ingest([folder], "notes"):
@@ -71,7 +73,9 @@ async def watching(tmp_path: Path) -> AsyncIterator[Watching]:
     def started(watcher: FolderWatcher) -> None:
         state.watcher = watcher
 
-    task = asyncio.create_task(keep_in_step(library, ["notes"], state.on_event, stop, on_watching=started, **TIMING))
+    task = asyncio.create_task(
+        keep_in_step(library, ["notes"], state.on_event, stop, on_watching=started, **TIMING)
+    )
     try:
         await state.rescan_where(lambda e: e.unchanged == 1)  # the catch-up re-scan at start
         yield state
@@ -84,7 +88,9 @@ async def watching(tmp_path: Path) -> AsyncIterator[Watching]:
 
 async def test_created_edited_renamed_and_deleted_files_are_followed(watching: Watching) -> None:
     folder = watching.folder
-    (folder / "birds.txt").write_text("A marmoset escaped from the ship's cabin.\n", encoding="utf-8")
+    (folder / "birds.txt").write_text(
+        "A marmoset escaped from the ship's cabin.\n", encoding="utf-8"
+    )
     await watching.rescan_where(lambda e: e.indexed == 1)
     assert await watching.found("marmoset") == [str(folder / "birds.txt")]
 
@@ -110,7 +116,9 @@ async def test_created_edited_renamed_and_deleted_files_are_followed(watching: W
 async def test_a_burst_of_500_writes_is_a_few_rescans(watching: Watching) -> None:
     burst = watching.folder  # the watched folder itself: every write is an event the watcher sees
     for n in range(500):
-        (burst / f"entry-{n:03d}.txt").write_text(f"Logbook entry {n}: wind from the west, rope{n}.\n")
+        (burst / f"entry-{n:03d}.txt").write_text(
+            f"Logbook entry {n}: wind from the west, rope{n}.\n"
+        )
     total = 0
     batches_before = watching.watcher.settled_batches if watching.watcher else 0
     while total < 500:
@@ -118,16 +126,22 @@ async def test_a_burst_of_500_writes_is_a_few_rescans(watching: Watching) -> Non
     assert total == 500
     assert await watching.found("rope499") == [str(burst / "entry-499.txt")]
     assert watching.watcher is not None
-    assert 1 <= watching.watcher.settled_batches - batches_before <= 4, watching.watcher.settled_batches
+    assert 1 <= watching.watcher.settled_batches - batches_before <= 4, (
+        watching.watcher.settled_batches
+    )
 
 
-async def test_a_vanished_folder_keeps_its_documents_and_comes_back(watching: Watching, tmp_path: Path) -> None:
+async def test_a_vanished_folder_keeps_its_documents_and_comes_back(
+    watching: Watching, tmp_path: Path
+) -> None:
     folder = watching.folder
     away = tmp_path / "unplugged"
     folder.rename(away)  # the drive is gone
     summary = await watching.rescan_where(lambda e: e.skipped == 1)
     assert summary.removed == 0
-    assert summary.failures == () and await watching.found("granite") == [str(folder / "harbour.txt")]
+    assert summary.failures == () and await watching.found("granite") == [
+        str(folder / "harbour.txt")
+    ]
     docs = await watching.library.documents("notes")
     assert any(d.path == str(folder / "harbour.txt") and d.status.value == "indexed" for d in docs)
 
@@ -148,12 +162,17 @@ async def _next_or_end(queue: asyncio.Queue[T], loop_task: asyncio.Task[int]) ->
         return getting.result()
 
 
-async def test_a_rescan_that_fails_is_said_and_every_collection_stays_watched(tmp_path: Path) -> None:
+async def test_a_rescan_that_fails_is_said_and_every_collection_stays_watched(
+    tmp_path: Path,
+) -> None:
     """The logbook collection is removed behind the watcher's back, so its next re-scan raises
     (no such collection): the terminal says so for it, the notes are still followed, and the
     logbook too, once it exists again."""
     notes, logbook = tmp_path / "notes", tmp_path / "logbook"
-    for folder, line in ((notes, "The harbour wall was rebuilt in granite."), (logbook, "Wind from the west.")):
+    for folder, line in (
+        (notes, "The harbour wall was rebuilt in granite."),
+        (logbook, "Wind from the west."),
+    ):
         folder.mkdir()
         (folder / "first.txt").write_text(line + "\n", encoding="utf-8")
     library = Library.open(Settings(), paths_in(tmp_path / "home"))
@@ -189,7 +208,9 @@ async def test_a_rescan_that_fails_is_said_and_every_collection_stays_watched(tm
         caught_up = {(await _next_or_end(finished, task)).collection for _ in range(2)}
         assert caught_up == {"logbook", "notes"}
         await library.remove_collection("logbook")
-        (logbook / "second.txt").write_text("A pod of narwhals passed the breakwater.\n", encoding="utf-8")
+        (logbook / "second.txt").write_text(
+            "A pod of narwhals passed the breakwater.\n", encoding="utf-8"
+        )
         name, error = await _next_or_end(failures, task)
         assert name == "logbook" and isinstance(error, CollectionNotFound)
         said = terminal.getvalue()
@@ -198,10 +219,14 @@ async def test_a_rescan_that_fails_is_said_and_every_collection_stays_watched(tm
             "Still watching it: it is tried again on its next change."
         ) in said
 
-        (notes / "birds.txt").write_text("A marmoset escaped from the ship's cabin.\n", encoding="utf-8")
+        (notes / "birds.txt").write_text(
+            "A marmoset escaped from the ship's cabin.\n", encoding="utf-8"
+        )
         await rescan_of("notes", indexed=1)  # the others go on
 
-        async for _ in library.ingest([logbook], "logbook"):  # made again: its next change is followed
+        async for _ in library.ingest(
+            [logbook], "logbook"
+        ):  # made again: its next change is followed
             pass
         (logbook / "third.txt").write_text("Herring gulls nest on the roof.\n", encoding="utf-8")
         await rescan_of("logbook", indexed=1)
@@ -213,13 +238,17 @@ async def test_a_rescan_that_fails_is_said_and_every_collection_stays_watched(tm
         await library.aclose()
 
 
-async def test_the_terminal_says_an_offline_folder_once_and_again_when_it_is_back(tmp_path: Path) -> None:
+async def test_the_terminal_says_an_offline_folder_once_and_again_when_it_is_back(
+    tmp_path: Path,
+) -> None:
     """Re-scans of a collection whose folder is away (real re-scans, as ``fathom watch``
     runs them): the folder is said to be offline once, not at every re-scan, and said
     back once it is."""
     folder, away = tmp_path / "notes", tmp_path / "unplugged"
     folder.mkdir()
-    (folder / "harbour.txt").write_text("The harbour wall was rebuilt in granite.\n", encoding="utf-8")
+    (folder / "harbour.txt").write_text(
+        "The harbour wall was rebuilt in granite.\n", encoding="utf-8"
+    )
     library = Library.open(Settings(), paths_in(tmp_path / "home"))
     terminal = io.StringIO()
     report = WatchReport(terminal)

@@ -27,7 +27,9 @@ class Lines:
         self._lines: queue.Queue[str | None] = queue.Queue()
         assert process.stderr is not None
         stream = process.stderr
-        threading.Thread(target=lambda: [self._lines.put(line) for line in stream] + [self._lines.put(None)]).start()
+        threading.Thread(
+            target=lambda: [self._lines.put(line) for line in stream] + [self._lines.put(None)]
+        ).start()
 
     def wait_for_end(self) -> None:
         while not self.ended:
@@ -49,18 +51,26 @@ def test_watch_follows_a_folder_and_stops_cleanly_on_ctrl_c(
 ) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
-    (folder / "harbour.txt").write_text("The harbour wall was rebuilt in granite.\n", encoding="utf-8")
+    (folder / "harbour.txt").write_text(
+        "The harbour wall was rebuilt in granite.\n", encoding="utf-8"
+    )
     assert main(["ingest", str(folder), "-c", "notes", "--quiet"]) == 0
     capsys.readouterr()
 
     command = [sys.executable, "-m", "app", "watch"]
     env = {**os.environ, "FATHOM_HOME": str(fathom_home), "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env) as process:
+    with subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    ) as process:
         try:
             lines = Lines(process)
             lines.wait_for("Watching notes. Ctrl+C stops.")
-            lines.wait_for("Collection 'notes': 0 indexed (0 new chunks), 1 unchanged")  # the catch-up
-            (folder / "birds.txt").write_text("A marmoset escaped from the ship's cabin.\n", encoding="utf-8")
+            lines.wait_for(
+                "Collection 'notes': 0 indexed (0 new chunks), 1 unchanged"
+            )  # the catch-up
+            (folder / "birds.txt").write_text(
+                "A marmoset escaped from the ship's cabin.\n", encoding="utf-8"
+            )
             lines.wait_for(f"indexed   {folder / 'birds.txt'}")
             lines.wait_for("Collection 'notes': 1 indexed")
             process.send_signal(signal.SIGINT)
@@ -76,10 +86,14 @@ def test_watch_follows_a_folder_and_stops_cleanly_on_ctrl_c(
     assert "birds.txt" in capsys.readouterr().out
 
 
-def test_a_collection_turned_off_is_not_watched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_collection_turned_off_is_not_watched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
-    (folder / "harbour.txt").write_text("The harbour wall was rebuilt in granite.\n", encoding="utf-8")
+    (folder / "harbour.txt").write_text(
+        "The harbour wall was rebuilt in granite.\n", encoding="utf-8"
+    )
     assert main(["ingest", str(folder), "-c", "notes", "--quiet"]) == 0
     assert main(["watch", "--off", "-c", "notes"]) == 0
     assert "notes: not watched." in capsys.readouterr().err

@@ -63,7 +63,9 @@ class OllamaLoopback:
         self._state = threading.Condition()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="ollama-loopback", daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, name="ollama-loopback", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -117,13 +119,19 @@ class OllamaLoopback:
         """Block until a pull of ``name`` ends on the server side; its outcome, or None on timeout.
         "aborted" means the client closed the connection mid-stream."""
         with self._state:
-            self._state.wait_for(lambda: any(n == full_name(name) for n, _ in self.pull_ends), timeout_s)
+            self._state.wait_for(
+                lambda: any(n == full_name(name) for n, _ in self.pull_ends), timeout_s
+            )
             return next((outcome for n, outcome in self.pull_ends if n == full_name(name)), None)
 
     # -- generation -------------------------------------------------------------
 
     def generate(
-        self, messages: list[dict[str, Any]], *, grammar: LlamaGrammar | None, options: dict[str, Any]
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        grammar: LlamaGrammar | None,
+        options: dict[str, Any],
     ) -> Iterator[tuple[str, int, int]]:
         """Yield (text piece, prompt tokens, completion tokens so far) from the real model."""
         with self.lock:
@@ -256,7 +264,10 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
             if self.path == "/api/tags":
                 self._json(200, {"models": server.installed()})
             elif self.path == "/v1/models":
-                data = [{"id": e["name"], "object": "model", "owned_by": "library"} for e in server.installed()]
+                data = [
+                    {"id": e["name"], "object": "model", "owned_by": "library"}
+                    for e in server.installed()
+                ]
                 self._json(200, {"object": "list", "data": data})
             elif self.path == "/api/version":
                 self._json(200, {"version": "0.6.0"})
@@ -308,7 +319,9 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
             if not server.has_model(str(body.get("model"))):
                 if self.path.startswith("/v1/"):
                     message = f"model '{body.get('model')}' not found"
-                    self._json(404, {"error": {"message": message, "type": "api_error", "code": None}})
+                    self._json(
+                        404, {"error": {"message": message, "type": "api_error", "code": None}}
+                    )
                     return
                 self._unknown_model(str(body.get("model")))
                 return
@@ -399,7 +412,10 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
             )
 
         def _chat(self, body: dict[str, Any]) -> None:
-            messages = [{"role": m["role"], "content": m.get("content", "")} for m in body.get("messages", [])]
+            messages = [
+                {"role": m["role"], "content": m.get("content", "")}
+                for m in body.get("messages", [])
+            ]
             options = dict(body.get("options") or {})
             fmt = body.get("format")
             if fmt == "json":
@@ -433,14 +449,18 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
                 question = messages[-1]["content"] if messages else ""
                 think_messages = [{"role": "user", "content": THINK_PROMPT + question}]
                 think_options = {"temperature": 0.2, "num_predict": 48}
-                for piece, _p_tokens, c_tokens in server.generate(think_messages, grammar=None, options=think_options):
+                for piece, _p_tokens, c_tokens in server.generate(
+                    think_messages, grammar=None, options=think_options
+                ):
                     if piece:
                         thinking_parts.append(piece)
                         if stream:
                             emit("thinking", piece)
                     else:
                         completion_tokens += c_tokens
-            for piece, p_tokens, c_tokens in server.generate(messages, grammar=grammar, options=options):
+            for piece, p_tokens, c_tokens in server.generate(
+                messages, grammar=grammar, options=options
+            ):
                 if piece:
                     content_parts.append(piece)
                     if stream:
@@ -468,22 +488,32 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
 
         def _openai_chat(self, body: dict[str, Any]) -> None:
             """Ollama's OpenAI-compatible chat: json_schema and json_object, SSE streaming."""
-            messages = [{"role": m["role"], "content": m.get("content", "")} for m in body.get("messages", [])]
+            messages = [
+                {"role": m["role"], "content": m.get("content", "")}
+                for m in body.get("messages", [])
+            ]
             fmt = body.get("response_format") or {}
             if fmt.get("type") == "json_schema":
                 schema = fmt["json_schema"]["schema"]
-                grammar: LlamaGrammar | None = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                grammar: LlamaGrammar | None = LlamaGrammar.from_json_schema(
+                    json.dumps(schema), verbose=False
+                )
             elif fmt.get("type") == "json_object":
                 grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
             else:
                 grammar = None
-            options = {"temperature": body.get("temperature", 0.8), "num_predict": body.get("max_tokens") or 256}
+            options = {
+                "temperature": body.get("temperature", 0.8),
+                "num_predict": body.get("max_tokens") or 256,
+            }
             created = int(time.time())
             base = {"id": "chatcmpl-loopback", "created": created, "model": body["model"]}
             if not body.get("stream"):
                 parts: list[str] = []
                 usage = {"prompt_tokens": 0, "completion_tokens": 0}
-                for piece, p_tokens, c_tokens in server.generate(messages, grammar=grammar, options=options):
+                for piece, p_tokens, c_tokens in server.generate(
+                    messages, grammar=grammar, options=options
+                ):
                     if piece:
                         parts.append(piece)
                     else:
@@ -491,7 +521,9 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
                 choice = {"index": 0, "message": {"role": "assistant", "content": "".join(parts)},
                           "finish_reason": "stop"}  # fmt: skip
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-                self._json(200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage})
+                self._json(
+                    200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
+                )
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -505,11 +537,22 @@ def _handler_for(server: OllamaLoopback) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
 
             chunk = {**base, "object": "chat.completion.chunk"}
-            for piece, p_tokens, c_tokens in server.generate(messages, grammar=grammar, options=options):
+            for piece, p_tokens, c_tokens in server.generate(
+                messages, grammar=grammar, options=options
+            ):
                 if piece:
-                    event({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+                    event(
+                        {
+                            **chunk,
+                            "choices": [
+                                {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                            ],
+                        }
+                    )
                 else:
-                    event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                    event(
+                        {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                    )
                     if (body.get("stream_options") or {}).get("include_usage"):
                         usage = {"prompt_tokens": p_tokens, "completion_tokens": c_tokens,
                                  "total_tokens": p_tokens + c_tokens}  # fmt: skip

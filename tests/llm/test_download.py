@@ -61,7 +61,11 @@ def test_full_download_of_the_starter_model(
     progress = Recorder()
     started = time.monotonic()
     result = download_file(
-        server.url("/models/starter.gguf"), dest, sha256=starter_sha256.upper(), size_bytes=size, progress=progress
+        server.url("/models/starter.gguf"),
+        dest,
+        sha256=starter_sha256.upper(),
+        size_bytes=size,
+        progress=progress,
     )
     elapsed = time.monotonic() - started
     assert result == dest
@@ -83,7 +87,9 @@ def test_a_cut_download_resumes_with_a_range_request(
     server.add("/cut.bin", data, cut_after=1_500_000)
     dest = tmp_path / "cut.bin"
     progress = Recorder()
-    download_file(server.url("/cut.bin"), dest, sha256=digest, progress=progress)  # size from the headers
+    download_file(
+        server.url("/cut.bin"), dest, sha256=digest, progress=progress
+    )  # size from the headers
     assert dest.read_bytes() == data
     assert not partial_path(dest).exists()
     assert [r.range for r in server.seen("/cut.bin", "GET")] == [None, "bytes=1500000-"]
@@ -98,19 +104,27 @@ def test_too_many_cuts_fail_and_keep_the_part_for_the_next_call(
     server.add("/flaky.bin", data, cut_after=500_000, cuts=2)
     dest = tmp_path / "flaky.bin"
     with pytest.raises(DownloadFailed, match="interrupted 2 times"):
-        download_file(server.url("/flaky.bin"), dest, sha256=digest, size_bytes=len(data), retries=1)
+        download_file(
+            server.url("/flaky.bin"), dest, sha256=digest, size_bytes=len(data), retries=1
+        )
     assert partial_path(dest).stat().st_size == 1_000_000
     assert not dest.exists()
     download_file(server.url("/flaky.bin"), dest, sha256=digest, size_bytes=len(data), retries=0)
     assert dest.read_bytes() == data
-    assert [r.range for r in server.seen("/flaky.bin", "GET")] == [None, "bytes=500000-", "bytes=1000000-"]
+    assert [r.range for r in server.seen("/flaky.bin", "GET")] == [
+        None,
+        "bytes=500000-",
+        "bytes=1000000-",
+    ]
 
 
 def test_cancel_from_the_progress_callback_keeps_the_part_and_a_second_call_resumes(
     server: FileServer, small: tuple[bytes, str], tmp_path: Path
 ) -> None:
     data, digest = small
-    served = server.add("/cancel.bin", data, delay_per_chunk_s=0.01)  # ~6 MB/s: progress reports in mid-body
+    served = server.add(
+        "/cancel.bin", data, delay_per_chunk_s=0.01
+    )  # ~6 MB/s: progress reports in mid-body
     dest = tmp_path / "cancel.bin"
     cancel = threading.Event()
 
@@ -119,7 +133,9 @@ def test_cancel_from_the_progress_callback_keeps_the_part_and_a_second_call_resu
             cancel.set()
 
     with pytest.raises(DownloadCancelled) as caught:
-        download_file(server.url("/cancel.bin"), dest, sha256=digest, progress=on_progress, cancel=cancel)
+        download_file(
+            server.url("/cancel.bin"), dest, sha256=digest, progress=on_progress, cancel=cancel
+        )
     assert "cancelled" in str(caught.value)
     kept = partial_path(dest).stat().st_size
     assert 1_000_000 < kept < len(data)
@@ -127,7 +143,9 @@ def test_cancel_from_the_progress_callback_keeps_the_part_and_a_second_call_resu
 
     served.delay_per_chunk_s = 0.0
     progress = Recorder()
-    download_file(server.url("/cancel.bin"), dest, sha256=digest, progress=progress, cancel=threading.Event())
+    download_file(
+        server.url("/cancel.bin"), dest, sha256=digest, progress=progress, cancel=threading.Event()
+    )
     assert dest.read_bytes() == data
     assert not partial_path(dest).exists()
     assert [r.range for r in server.seen("/cancel.bin", "GET")] == [None, f"bytes={kept}-"]
@@ -135,7 +153,9 @@ def test_cancel_from_the_progress_callback_keeps_the_part_and_a_second_call_resu
     assert server.bytes_sent["/cancel.bin"] < len(data) + 1_000_000  # resumed, not sent twice
 
 
-def test_a_wrong_checksum_deletes_the_file(server: FileServer, small: tuple[bytes, str], tmp_path: Path) -> None:
+def test_a_wrong_checksum_deletes_the_file(
+    server: FileServer, small: tuple[bytes, str], tmp_path: Path
+) -> None:
     data, _ = small
     server.add("/bad.bin", data)
     dest = tmp_path / "bad.bin"
@@ -182,7 +202,9 @@ def test_cancel_from_another_thread_is_quick_against_a_stalled_server(
 
     try:
         with pytest.raises(DownloadCancelled):
-            download_file(server.url("/slow.bin"), dest, sha256=digest, progress=on_progress, cancel=cancel)
+            download_file(
+                server.url("/slow.bin"), dest, sha256=digest, progress=on_progress, cancel=cancel
+            )
     finally:
         timer.cancel()
     returned_at = time.monotonic()
@@ -196,7 +218,9 @@ def test_nothing_listening_is_no_connection(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     with pytest.raises(NoConnection) as caught:
-        download_file(f"http://127.0.0.1:{port}/model.gguf", tmp_path / "model.gguf", sha256="0" * 64)
+        download_file(
+            f"http://127.0.0.1:{port}/model.gguf", tmp_path / "model.gguf", sha256="0" * 64
+        )
     assert "no connection" in str(caught.value)
     assert "offline" in str(caught.value)
     assert not partial_path(tmp_path / "model.gguf").exists()
@@ -209,7 +233,9 @@ def test_not_enough_space_is_checked_before_any_request(
     server.add("/huge.bin", data)
     huge = shutil.disk_usage(tmp_path).free + 10**12
     with pytest.raises(NotEnoughSpace) as caught:
-        download_file(server.url("/huge.bin"), tmp_path / "huge.bin", sha256=digest, size_bytes=huge)
+        download_file(
+            server.url("/huge.bin"), tmp_path / "huge.bin", sha256=digest, size_bytes=huge
+        )
     assert str(tmp_path) in str(caught.value) and "GB" in str(caught.value)
     assert server.seen() == []
 
@@ -222,7 +248,9 @@ def test_a_server_that_ignores_range_restarts_from_zero(
     dest = tmp_path / "norange.bin"
     partial_path(dest).write_bytes(b"\0" * 1_000_000)  # not even the right bytes: must be discarded
     progress = Recorder()
-    download_file(server.url("/norange.bin"), dest, sha256=digest, size_bytes=len(data), progress=progress)
+    download_file(
+        server.url("/norange.bin"), dest, sha256=digest, size_bytes=len(data), progress=progress
+    )
     assert dest.read_bytes() == data
     assert [r.range for r in server.seen("/norange.bin", "GET")] == ["bytes=1000000-"]
     assert progress.reports[-1].resumed_from == 0
@@ -241,12 +269,16 @@ def test_a_complete_part_answered_with_416_is_verified(
     assert [r.range for r in server.seen("/done.bin")] == [f"bytes={len(data)}-"]
 
 
-def test_a_redirect_is_followed(server: FileServer, small: tuple[bytes, str], tmp_path: Path) -> None:
+def test_a_redirect_is_followed(
+    server: FileServer, small: tuple[bytes, str], tmp_path: Path
+) -> None:
     data, digest = small
     server.add("/repo/resolve/main/model.gguf", redirect_to="/cdn/blob")
     server.add("/cdn/blob", data)
     dest = tmp_path / "model.gguf"
-    download_file(server.url("/repo/resolve/main/model.gguf"), dest, sha256=digest, size_bytes=len(data))
+    download_file(
+        server.url("/repo/resolve/main/model.gguf"), dest, sha256=digest, size_bytes=len(data)
+    )
     assert dest.read_bytes() == data
     assert [(r.method, r.path) for r in server.seen()] == [
         ("GET", "/repo/resolve/main/model.gguf"),

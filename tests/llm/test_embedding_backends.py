@@ -60,7 +60,10 @@ def _top_path(capsys: pytest.CaptureFixture[str], query: str, collection: str) -
 
 
 def test_ollama_embeddings_index_and_search_then_a_model_change_asks_for_a_reindex(
-    tmp_path: Path, shared_data: Path, ollama_loopback: OllamaLoopback, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    shared_data: Path,
+    ollama_loopback: OllamaLoopback,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     docs = _docs(tmp_path / "docs", shared_data)
     ollama = replace_setting(Settings(), "model.ollama.host", ollama_loopback.url)
@@ -72,7 +75,10 @@ def test_ollama_embeddings_index_and_search_then_a_model_change_asks_for_a_reind
     assert main(["ingest", str(docs), "-c", "kb"]) == 0
     assert "3 indexed" in capsys.readouterr().err
     built = _collection(capsys, "kb")
-    assert (built["embedding_model"], built["dimension"]) == ("ollama:smollm2:135m", SMOLLM2_DIMENSION)
+    assert (built["embedding_model"], built["dimension"]) == (
+        "ollama:smollm2:135m",
+        SMOLLM2_DIMENSION,
+    )
     assert _top_path(capsys, "Kelp forests grow up to half a metre a day", "kb") == "kelp.txt"
     assert sum(1 for path, _ in ollama_loopback.requests if path == "/api/embed") > embeds_before
 
@@ -100,7 +106,10 @@ def test_ollama_embeddings_index_and_search_then_a_model_change_asks_for_a_reind
 
 
 def test_openai_compatible_embeddings_index_and_search(
-    tmp_path: Path, shared_data: Path, llama_cpp_embedding_server: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    shared_data: Path,
+    llama_cpp_embedding_server: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     docs = _docs(tmp_path / "docs", shared_data)
     settings = replace_setting(Settings(), "embedding.backend", "openai")
@@ -111,11 +120,16 @@ def test_openai_compatible_embeddings_index_and_search(
     assert main(["ingest", str(docs), "-c", "kb"]) == 0
     assert "3 indexed" in capsys.readouterr().err
     built = _collection(capsys, "kb")
-    assert (built["embedding_model"], built["dimension"]) == ("openai:smollm2-embed", SMOLLM2_DIMENSION)
+    assert (built["embedding_model"], built["dimension"]) == (
+        "openai:smollm2-embed",
+        SMOLLM2_DIMENSION,
+    )
     assert _top_path(capsys, "Kelp forests grow up to half a metre a day", "kb") == "kelp.txt"
 
 
-def test_a_per_token_server_embeds_each_text_of_a_batch_as_if_alone(llama_cpp_embedding_server: str) -> None:
+def test_a_per_token_server_embeds_each_text_of_a_batch_as_if_alone(
+    llama_cpp_embedding_server: str,
+) -> None:
     """llama-cpp-python's server without pooling mixes up the sequences of a batch (the
     second text came back 0.82 away from its own vector): Fathom asks it one text at a time."""
     import asyncio
@@ -138,7 +152,9 @@ def test_a_per_token_server_embeds_each_text_of_a_batch_as_if_alone(llama_cpp_em
     batch, alone = asyncio.run(vectors())
     assert batch.shape == (3, SMOLLM2_DIMENSION)
     np.testing.assert_allclose(batch, alone, atol=1e-4)
-    assert np.abs(batch[0] - batch[1]).max() > 1e-3  # three different texts, three different vectors
+    assert (
+        np.abs(batch[0] - batch[1]).max() > 1e-3
+    )  # three different texts, three different vectors
 
 
 def test_an_unreachable_embedding_server_stops_the_ingest_with_a_sentence(
@@ -151,7 +167,10 @@ def test_an_unreachable_embedding_server_stops_the_ingest_with_a_sentence(
     _use(settings)
     assert main(["ingest", str(docs), "-c", "kb"]) == 2
     err = capsys.readouterr().err
-    assert "The embedding model ollama:nomic-embed-text could not embed text: Ollama is not running at" in err
+    assert (
+        "The embedding model ollama:nomic-embed-text could not embed text: Ollama is not running at"
+        in err
+    )
     assert "choose another embedding back end, model or server address in Settings" in err
     assert main(["collections", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []  # nothing half-made is left listed

@@ -14,7 +14,9 @@ from app.model_files.gguf_info import GgufError, GgufInfo, read_gguf_info, size_
 
 # -- a tiny GGUF writer ------------------------------------------------------------
 
-UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
+UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = (
+    range(13)
+)
 CODES = {UINT8: "B", INT8: "b", UINT16: "H", INT16: "h", UINT32: "I", INT32: "i", FLOAT32: "f", BOOL: "?",
          UINT64: "Q", INT64: "q", FLOAT64: "d"}  # fmt: skip
 F32, Q4_0 = 0, 2
@@ -36,18 +38,25 @@ def gguf_value(vtype: int, value: object) -> bytes:
     if vtype == ARRAY:
         assert isinstance(value, tuple)
         etype, items = value
-        return struct.pack("<IQ", etype, len(items)) + b"".join(gguf_value(etype, item) for item in items)
+        return struct.pack("<IQ", etype, len(items)) + b"".join(
+            gguf_value(etype, item) for item in items
+        )
     return struct.pack("<" + CODES[vtype], value)
 
 
-def gguf_header(kvs: list[Kv], tensors: Sequence[Tensor] = (), version: int = 3) -> tuple[bytes, int]:
+def gguf_header(
+    kvs: list[Kv], tensors: Sequence[Tensor] = (), version: int = 3
+) -> tuple[bytes, int]:
     """The header bytes and the size of the tensor data that must follow it."""
     out = [b"GGUF", struct.pack("<IQQ", version, len(tensors), len(kvs))]
     for key, vtype, value in kvs:
         out += [gguf_string(key), struct.pack("<I", vtype), gguf_value(vtype, value)]
     offset = 0
     for name, shape, ggml_type in tensors:
-        out += [gguf_string(name), struct.pack(f"<I{len(shape)}QIQ", len(shape), *shape, ggml_type, offset)]
+        out += [
+            gguf_string(name),
+            struct.pack(f"<I{len(shape)}QIQ", len(shape), *shape, ggml_type, offset),
+        ]
         elements = 1
         for dim in shape:
             elements *= dim
@@ -56,7 +65,9 @@ def gguf_header(kvs: list[Kv], tensors: Sequence[Tensor] = (), version: int = 3)
     return b"".join(out), offset
 
 
-def write_gguf(path: Path, kvs: list[Kv], tensors: Sequence[Tensor] = (), *, version: int = 3) -> Path:
+def write_gguf(
+    path: Path, kvs: list[Kv], tensors: Sequence[Tensor] = (), *, version: int = 3
+) -> Path:
     """A valid GGUF file; its tensor data is a sparse hole of the right length."""
     header, data_size = gguf_header(kvs, tensors, version)
     data_start = (len(header) + 31) // 32 * 32
@@ -70,7 +81,9 @@ THINKING_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
 )
-PLAIN_TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}"
+PLAIN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}"
+)
 
 
 def qwen3_kvs(**overrides: object) -> list[Kv]:
@@ -99,7 +112,10 @@ def qwen3_kvs(**overrides: object) -> list[Kv]:
 
 
 # 2048 x 839_680 Q4_0 weights plus 2048 F32 norms: 1_719_668_736 parameters, "1.7B"
-QWEN3_TENSORS: list[Tensor] = [("token_embd.weight", [2048, 839_680], Q4_0), ("output_norm.weight", [2048], F32)]
+QWEN3_TENSORS: list[Tensor] = [
+    ("token_embd.weight", [2048, 839_680], Q4_0),
+    ("output_norm.weight", [2048], F32),
+]
 
 
 # -- the real starter model ------------------------------------------------------------
@@ -176,16 +192,23 @@ def test_per_layer_head_counts_take_the_largest(tmp_path: Path) -> None:
     assert info.key_length == 2048 // 32  # embedding_length // n_heads when not stated
 
 
-def test_missing_kv_heads_default_to_the_heads_and_unknown_shapes_estimate_zero(tmp_path: Path) -> None:
+def test_missing_kv_heads_default_to_the_heads_and_unknown_shapes_estimate_zero(
+    tmp_path: Path,
+) -> None:
     kvs = qwen3_kvs(qwen3__attention__head_count_kv=None)
     assert read_gguf_info(write_gguf(tmp_path / "mha.gguf", kvs)).n_kv_heads == 16
-    bare = read_gguf_info(write_gguf(tmp_path / "bare.gguf", [("general.architecture", STRING, "llama")]))
+    bare = read_gguf_info(
+        write_gguf(tmp_path / "bare.gguf", [("general.architecture", STRING, "llama")])
+    )
     assert bare.kv_cache_bytes(4096) == 0
 
 
 def test_a_stated_size_label_wins_over_the_tensor_count(tmp_path: Path) -> None:
     kvs = qwen3_kvs(general__size_label=(STRING, "2B"))
-    assert read_gguf_info(write_gguf(tmp_path / "labelled.gguf", kvs, QWEN3_TENSORS)).size_label == "2B"
+    assert (
+        read_gguf_info(write_gguf(tmp_path / "labelled.gguf", kvs, QWEN3_TENSORS)).size_label
+        == "2B"
+    )
 
 
 @pytest.mark.parametrize(
@@ -206,7 +229,9 @@ def test_an_embedding_only_model_is_not_offered_for_chat(tmp_path: Path, archite
         ("tokenizer.chat_template", STRING, PLAIN_TEMPLATE),
         (f"{architecture}.block_count", UINT32, 12),
     ]
-    info = read_gguf_info(write_gguf(tmp_path / "embed.gguf", kvs, [("token_embd.weight", [768, 64], F32)]))
+    info = read_gguf_info(
+        write_gguf(tmp_path / "embed.gguf", kvs, [("token_embd.weight", [768, 64], F32)])
+    )
     assert info.architecture == architecture
     assert info.chat is False
 
@@ -228,7 +253,12 @@ def test_projectors_adapters_and_template_less_models_are_not_chat_models(tmp_pa
 
 def test_without_metadata_the_file_name_and_tensor_types_are_used(tmp_path: Path) -> None:
     """An old or minimal file still shows a name and a quantization."""
-    tensors: list[Tensor] = [("a", [4096, 64], Q4_0), ("b", [64], F32), ("c", [64], F32), ("d", [64], F32)]
+    tensors: list[Tensor] = [
+        ("a", [4096, 64], Q4_0),
+        ("b", [64], F32),
+        ("c", [64], F32),
+        ("d", [64], F32),
+    ]
     info = read_gguf_info(write_gguf(tmp_path / "my-model.Q4_0.gguf", [], tensors))
     assert info.name == "my-model.Q4_0"
     assert info.architecture == ""
@@ -310,7 +340,12 @@ def test_a_file_missing_its_tensor_data_is_refused(tmp_path: Path) -> None:
 
 def test_a_string_longer_than_the_file_is_refused(tmp_path: Path) -> None:
     """A damaged length field does not make the reader allocate gigabytes."""
-    data = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_string("general.name") + struct.pack("<IQ", STRING, 2**40)
+    data = (
+        b"GGUF"
+        + struct.pack("<IQQ", 3, 0, 1)
+        + gguf_string("general.name")
+        + struct.pack("<IQ", STRING, 2**40)
+    )
     damaged = tmp_path / "damaged.gguf"
     damaged.write_bytes(data + b"x" * 100)
     assert_refused(damaged, "is damaged", "more than the rest of the file holds")
@@ -325,7 +360,9 @@ def test_absurd_counts_are_refused(tmp_path: Path) -> None:
     array_file = tmp_path / "array.gguf"
     array_file.write_bytes(huge_array + b"\0" * 64)
     assert_refused(array_file, "is damaged")
-    unknown = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_string("general.name") + struct.pack("<I", 99)
+    unknown = (
+        b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_string("general.name") + struct.pack("<I", 99)
+    )
     unknown_file = tmp_path / "unknown.gguf"
     unknown_file.write_bytes(unknown + b"\0" * 64)
     assert_refused(unknown_file, "unknown type 99")

@@ -65,7 +65,9 @@ def _no_keyring() -> Iterator[None]:
 no_keyring = pytest.fixture(_no_keyring)
 
 
-def test_api_key_goes_to_the_keyring_under_the_base_url(memory_keyring: MemoryKeyring, fathom_home: Path) -> None:
+def test_api_key_goes_to_the_keyring_under_the_base_url(
+    memory_keyring: MemoryKeyring, fathom_home: Path
+) -> None:
     url = "https://api.example.org/v1"
     keys.set_api_key(url, "sk-secret")
     assert memory_keyring.store == {("fathom", url): "sk-secret"}
@@ -95,7 +97,9 @@ def _auto(unused_port: int) -> Settings:
     return replace_setting(Settings(), "model.ollama.host", f"http://127.0.0.1:{unused_port}")
 
 
-async def test_auto_without_ollama_uses_the_starter_model_and_says_it_is_tiny(unused_tcp_port: int) -> None:
+async def test_auto_without_ollama_uses_the_starter_model_and_says_it_is_tiny(
+    unused_tcp_port: int,
+) -> None:
     model = await make_chat_model_async(_auto(unused_tcp_port))
     assert isinstance(model, LlamaCppModel)
     assert model.model_name == STARTER_NAME
@@ -137,7 +141,11 @@ async def test_probe_lists_every_backend(ollama_loopback: OllamaLoopback) -> Non
     assert not statuses["openai"].reachable and "not configured" in statuses["openai"].detail
     # `fathom doctor --json` prints these as they are
     printed = json.loads(json.dumps([dataclasses.asdict(s) for s in statuses.values()]))
-    assert {s["name"]: s["reachable"] for s in printed} == {"ollama": True, "llamacpp": True, "openai": False}
+    assert {s["name"]: s["reachable"] for s in printed} == {
+        "ollama": True,
+        "llamacpp": True,
+        "openai": False,
+    }
 
 
 def test_doctor_json_lists_llamacpp_with_the_starter_model_as_usable(
@@ -172,4 +180,6 @@ def test_doctor_human_report_names_each_backend(
     assert "ok llamacpp" in out and STARTER_NAME in out and "Versions" in out
     assert "-- ollama" in out and "ollama serve" in out  # the unreachable one says how to start it
     research = out.split("Research model\n", 1)[1].splitlines()[0]
-    assert research.startswith(f"  {STARTER_NAME}: fits, needs ")  # where it is said once: "(starter)"
+    assert research.startswith(
+        f"  {STARTER_NAME}: fits, needs "
+    )  # where it is said once: "(starter)"

@@ -20,12 +20,15 @@ from app.llm.structured import harden_schema
 
 pytestmark = pytest.mark.slow
 
-LONG_PROMPT = [{"role": "user", "content": "Write a very long story about a lighthouse keeper and the sea."}]
+LONG_PROMPT = [
+    {"role": "user", "content": "Write a very long story about a lighthouse keeper and the sea."}
+]
 
 
 async def test_free_text_answer_with_usage(starter_llm: LlamaCppModel) -> None:
     result = await starter_llm.chat(
-        [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}], max_tokens=40
+        [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}],
+        max_tokens=40,
     )
     assert isinstance(starter_llm, ChatModel)
     assert "paris" in result.content.lower()
@@ -50,14 +53,18 @@ def test_warm_up_imports_the_grammar_module_before_the_first_call() -> None:
         "model.warm_up()\n"
         "assert 'llama_cpp.llama_grammar' in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
 
 
 async def test_structured_output_is_valid_ten_times_out_of_ten(starter_llm: LlamaCppModel) -> None:
     values: list[Any] = []
     for seed_temperature in (0.2, 0.5, 0.8, 1.0, 0.2, 0.5, 0.8, 1.0, 0.3, 0.9):
-        result = await starter_llm.structured(OUTLINE_PROMPT, OUTLINE_SCHEMA, temperature=seed_temperature)
+        result = await starter_llm.structured(
+            OUTLINE_PROMPT, OUTLINE_SCHEMA, temperature=seed_temperature
+        )
         jsonschema.validate(result.value, OUTLINE_SCHEMA)
         assert result.usage.completion_tokens > 0
         values.append(result.value)
@@ -66,7 +73,9 @@ async def test_structured_output_is_valid_ten_times_out_of_ten(starter_llm: Llam
 
 
 async def test_grammar_keeps_control_characters_out_of_strings() -> None:
-    gbnf = schema_grammar(harden_schema({"type": "object", "properties": {"a": {"type": "string"}}}))
+    gbnf = schema_grammar(
+        harden_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+    )
     char_rule = next(line for line in gbnf.splitlines() if line.startswith("char ::="))
     assert r"\x00-\x1F" in char_rule
     assert "maxLength" not in gbnf  # bounds became repetitions, not text
@@ -74,7 +83,10 @@ async def test_grammar_keeps_control_characters_out_of_strings() -> None:
 
 async def test_streaming_yields_many_deltas_then_usage(starter_llm: LlamaCppModel) -> None:
     deltas: list[ChatDelta] = [
-        d async for d in starter_llm.stream([{"role": "user", "content": "Name five colours."}], max_tokens=40)
+        d
+        async for d in starter_llm.stream(
+            [{"role": "user", "content": "Name five colours."}], max_tokens=40
+        )
     ]
     text = [d for d in deltas if d.kind == "content"]
     assert len(text) > 1
@@ -82,7 +94,9 @@ async def test_streaming_yields_many_deltas_then_usage(starter_llm: LlamaCppMode
     assert deltas[-1].usage is not None and deltas[-1].usage.completion_tokens >= len(text) // 2
 
 
-async def test_cancelling_a_long_generation_returns_within_a_second(starter_llm: LlamaCppModel) -> None:
+async def test_cancelling_a_long_generation_returns_within_a_second(
+    starter_llm: LlamaCppModel,
+) -> None:
     first_token = asyncio.Event()
 
     async def consume() -> int:

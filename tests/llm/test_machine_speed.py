@@ -60,7 +60,10 @@ def test_other_work_on_the_cores_is_seen(spinner: subprocess.Popen[bytes]) -> No
 
 
 def test_a_busy_computer_postpones_the_measurement_and_keeps_nothing(
-    tmp_path: Path, starter_model_path: Path, spinner: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    starter_model_path: Path,
+    spinner: subprocess.Popen[bytes],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(MEASURE_ENV, "1")
     assert machine_speed(tmp_path, 1) is None
@@ -75,7 +78,9 @@ def test_a_kept_figure_is_used_for_this_machine_and_thread_count_only(tmp_path: 
     assert machine_speed(tmp_path, 1) == speed  # kept: not measured again (measuring is off here)
     assert machine_speed(tmp_path, 2) is None  # another thread count is measured anew
     kept = tmp_path / SPEED_FILE
-    kept.write_text(json.dumps({**json.loads(kept.read_text(encoding="utf-8")), "machine": "another"}), "utf-8")
+    kept.write_text(
+        json.dumps({**json.loads(kept.read_text(encoding="utf-8")), "machine": "another"}), "utf-8"
+    )
     assert machine_speed(tmp_path, 1) is None  # another computer, or llama.cpp
     kept.write_text("{not json", encoding="utf-8")
     assert machine_speed(tmp_path, 1) is None
@@ -93,10 +98,17 @@ def _speed(prompt_tps: float, generation_tps: float) -> Speed:
     return Speed(prompt_tps, generation_tps, model_bytes=100_000_000, threads=2, machine="test")
 
 
-def test_an_answer_takes_longer_with_a_larger_model_and_the_starter_s_own_time_at_its_size() -> None:
+def test_an_answer_takes_longer_with_a_larger_model_and_the_starter_s_own_time_at_its_size() -> (
+    None
+):
     speed = _speed(300, 100)
-    assert speed.answer_seconds(100_000_000) == pytest.approx(DEEP_PROMPT_TOKENS / 300 + DEEP_GENERATED_TOKENS / 100)
-    times = [speed.answer_seconds(size) for size in (100_000_000, 500_000_000, 2_500_000_000, 5_000_000_000)]
+    assert speed.answer_seconds(100_000_000) == pytest.approx(
+        DEEP_PROMPT_TOKENS / 300 + DEEP_GENERATED_TOKENS / 100
+    )
+    times = [
+        speed.answer_seconds(size)
+        for size in (100_000_000, 500_000_000, 2_500_000_000, 5_000_000_000)
+    ]
     assert times == sorted(times) and times[-1] > 10 * times[0]
     assert about(32) == "about 30 s" and about(140) == "about 2 min"
 
@@ -116,12 +128,20 @@ def _entry(entry_id: str, size_gb: float, ram_gb: float) -> CatalogEntry:
     )
 
 
-CATALOG = Catalog((_entry("small", 1.0, 2.5), _entry("medium", 2.4, 4.5), _entry("large", 4.7, 8.0)), "test")
+CATALOG = Catalog(
+    (_entry("small", 1.0, 2.5), _entry("medium", 2.4, 4.5), _entry("large", 4.7, 8.0)), "test"
+)
 
 
 def test_the_largest_model_answering_in_about_two_minutes_is_recommended() -> None:
     """A 2-core laptop with 32 GB: by memory alone the 8 GB model was recommended."""
-    roomy = dict(total_ram=32 * GIB, available_ram=24 * GIB, cpu_count=2, gpu_offload=False, free_disk=100 * GIB)
+    roomy = dict(
+        total_ram=32 * GIB,
+        available_ram=24 * GIB,
+        cpu_count=2,
+        gpu_offload=False,
+        free_disk=100 * GIB,
+    )
     assert recommend(CATALOG, Machine(**roomy)).id == "large"  # speed unknown: memory decides
     slow = _speed(150, 50)
     assert slow.answer_seconds(CATALOG.entries[1].size_bytes) > ANSWER_WITHIN_S

@@ -98,7 +98,9 @@ def test_a_catalog_listing_one_id_twice_is_refused() -> None:
         parse_catalog(json.dumps({"models": [entry(), entry()]}), "ours.json")
 
 
-def test_an_unusable_catalog_file_falls_back_to_the_shipped_one_and_says_why(tmp_path: Path) -> None:
+def test_an_unusable_catalog_file_falls_back_to_the_shipped_one_and_says_why(
+    tmp_path: Path,
+) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")
     catalog = load_catalog(str(broken), environ={})
@@ -114,7 +116,9 @@ def catalog_server(tmp_path: Path) -> Iterator[FileServer]:
         yield server
 
 
-def test_a_catalog_url_is_fetched_only_when_asked_then_kept(tmp_path: Path, catalog_server: FileServer) -> None:
+def test_a_catalog_url_is_fetched_only_when_asked_then_kept(
+    tmp_path: Path, catalog_server: FileServer
+) -> None:
     served = write_catalog(tmp_path / "served.json", entry(id="served-model"))
     catalog_server.add("/catalog.json", served.read_bytes())
     url = catalog_server.url("/catalog.json")
@@ -129,7 +133,11 @@ def test_a_catalog_url_is_fetched_only_when_asked_then_kept(tmp_path: Path, cata
     assert [r.path for r in catalog_server.requests] == ["/catalog.json"]
 
     after = load_catalog(url, cache_dir=cache, environ={})
-    assert [e.id for e in after.entries] == ["served-model"] and after.note == "" and after.source == url
+    assert (
+        [e.id for e in after.entries] == ["served-model"]
+        and after.note == ""
+        and after.source == url
+    )
     assert len(catalog_server.requests) == 1  # the kept copy, no second request
 
 
@@ -138,7 +146,9 @@ def test_a_catalog_url_that_answers_404_is_an_error_and_the_kept_copy_stays(
 ) -> None:
     catalog_server.add("/missing.json", b"", status=404)
     with pytest.raises(CatalogError, match="HTTP 404"):
-        refresh_catalog(catalog_server.url("/missing.json"), cache_dir=tmp_path / "cache", environ={})
+        refresh_catalog(
+            catalog_server.url("/missing.json"), cache_dir=tmp_path / "cache", environ={}
+        )
     assert not (tmp_path / "cache" / "model-catalog.json").exists()
 
 
@@ -157,7 +167,10 @@ def _raw_entry_text(**raw_values: str) -> str:
         (_raw_entry_text(size_bytes="1e400"), "size_bytes inf, outside 0 to"),
         (_raw_entry_text(ram_gb="NaN"), "NaN is not a number"),
         (_raw_entry_text(ram_gb="1e308"), "ram_gb 1e\\+308, outside 0 to 4,096"),
-        (_raw_entry_text(size_bytes="1" + "0" * 36), "size_bytes 1000000000000000000000000000000000000, outside"),
+        (
+            _raw_entry_text(size_bytes="1" + "0" * 36),
+            "size_bytes 1000000000000000000000000000000000000, outside",
+        ),
         (_raw_entry_text(context="true"), "non-numeric context"),
         (json.dumps({"models": [entry(file="model\u0000.gguf")]}), "unusable file"),
         (json.dumps({"models": [entry(file="evil\u202efgg.gguf")]}), "unusable file"),
@@ -165,7 +178,9 @@ def _raw_entry_text(**raw_values: str) -> str:
     ],
     ids=["infinity", "1e400", "nan", "ram-1e308", "size-1e36", "bool", "nul", "rlo", "deep"],
 )
-def test_numbers_names_and_shapes_no_catalog_can_mean_are_refused_with_a_sentence(text: str, phrase: str) -> None:
+def test_numbers_names_and_shapes_no_catalog_can_mean_are_refused_with_a_sentence(
+    text: str, phrase: str
+) -> None:
     """Each of these ended `fathom models list` and `fathom doctor` in a traceback, or (10^36
     bytes) was listed as fitting this machine."""
     with pytest.raises(CatalogError, match=phrase):

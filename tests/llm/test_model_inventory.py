@@ -27,7 +27,9 @@ from app.model_files.model_inventory import (
     settings_without,
 )
 
-ROOMY = Machine(total_ram=32 * GIB, available_ram=24 * GIB, cpu_count=8, gpu_offload=False, free_disk=500 * GIB)
+ROOMY = Machine(
+    total_ram=32 * GIB, available_ram=24 * GIB, cpu_count=8, gpu_offload=False, free_disk=500 * GIB
+)
 
 
 @pytest.fixture
@@ -49,7 +51,9 @@ def test_a_model_gpt4all_already_downloaded_is_listed_from_its_header_not_its_na
     rows = list_models(Settings(), paths, load_catalog(environ={}), ROOMY, home=fake_home)
     (row,) = [r for r in rows if r.source == "gpt4all"]
     assert row.path == str(local) and row.installed and row.key == str(local)
-    assert row.name == "Smollm2 135M 8k Lc100K Mix1 Ep2"  # the header's general.name, not the file name
+    assert (
+        row.name == "Smollm2 135M 8k Lc100K Mix1 Ep2"
+    )  # the header's general.name, not the file name
     assert (row.parameters, row.quantization, row.context) == ("135M", "Q4_1", 8192)
     assert row.chat and row.reasoning is False and row.fit.verdict == "fits"
     assert row.ram_needed > row.size_bytes  # weights + context cache + working memory
@@ -100,7 +104,9 @@ def test_the_starter_is_the_research_model_until_another_is_chosen(
     mine = find_row(rows, "my-model.gguf")
     assert mine.source == "fathom" and not mine.in_use
     chosen = settings_using(mine, Settings())
-    assert chosen.model.backend == "llamacpp" and chosen.model.llamacpp.model_path == str(downloaded)
+    assert chosen.model.backend == "llamacpp" and chosen.model.llamacpp.model_path == str(
+        downloaded
+    )
     rows = list_models(chosen, paths, load_catalog(environ={}), ROOMY, home=fake_home)
     assert find_row(rows, "my-model.gguf").in_use and not find_row(rows, STARTER_KEY).in_use
     assert removable_file(find_row(rows, "my-model.gguf"), paths) == downloaded
@@ -112,7 +118,9 @@ def test_the_starter_is_the_research_model_until_another_is_chosen(
     assert back.model.llamacpp.model_path == "" and back.model.backend == "llamacpp"
 
 
-def test_a_catalog_model_not_downloaded_cannot_be_used_yet(paths: AppPaths, fake_home: Path) -> None:
+def test_a_catalog_model_not_downloaded_cannot_be_used_yet(
+    paths: AppPaths, fake_home: Path
+) -> None:
     rows = list_models(Settings(), paths, load_catalog(environ={}), ROOMY, home=fake_home)
     with pytest.raises(ModelChoiceError, match="fathom models download qwen3-4b"):
         settings_using(find_row(rows, "qwen3-4b"), Settings())
@@ -125,11 +133,15 @@ def test_ollama_models_are_listed_and_chosen_by_name(paths: AppPaths, fake_home:
         OllamaModelInfo("qwen3:4b", 2_600_000_000, "4.0B", "Q4_K_M", "qwen3", ""),
         OllamaModelInfo("nomic-embed-text:latest", 270_000_000, "137M", "F16", "nomic-bert", ""),
     ]
-    rows = list_models(Settings(), paths, load_catalog(environ={}), ROOMY, ollama=ollama, home=fake_home)
+    rows = list_models(
+        Settings(), paths, load_catalog(environ={}), ROOMY, ollama=ollama, home=fake_home
+    )
     qwen = find_row(rows, "ollama:qwen3:4b")
     assert qwen.in_use  # "auto" uses Ollama's first chat model when Ollama runs
     assert qwen.catalog_id == "qwen3-4b" and qwen.reasoning is True  # known from the catalog
-    assert "qwen3-4b" not in [r.key for r in rows if r.source == "catalog"]  # Ollama has it: not offered
+    assert "qwen3-4b" not in [
+        r.key for r in rows if r.source == "catalog"
+    ]  # Ollama has it: not offered
     embed = find_row(rows, "nomic-embed-text:latest")
     assert not embed.chat and not embed.in_use
     chosen = settings_using(qwen, Settings())
@@ -148,10 +160,14 @@ def test_the_recommendation_is_the_largest_model_that_leaves_room_for_the_librar
     assert picks == {4: "qwen3-1.7b", 8: "qwen3-4b", 16: "qwen3-8b", 32: "qwen3-8b"}
     rows = list_models(Settings(), app_paths().ensure(), catalog, machine(8))
     assert [r.key for r in rows if r.recommended] == ["qwen3-4b"]
-    assert find_row(rows, "qwen3-8b").fit.verdict == "too big"  # 6.8 GB + the library on 4.8 GB free, 8 GB total
+    assert (
+        find_row(rows, "qwen3-8b").fit.verdict == "too big"
+    )  # 6.8 GB + the library on 4.8 GB free, 8 GB total
 
 
-def test_a_broken_gguf_in_fathoms_folder_is_listed_with_its_problem(paths: AppPaths, fake_home: Path) -> None:
+def test_a_broken_gguf_in_fathoms_folder_is_listed_with_its_problem(
+    paths: AppPaths, fake_home: Path
+) -> None:
     broken = paths.models_dir / "broken.gguf"
     broken.parent.mkdir(parents=True, exist_ok=True)
     broken.write_bytes(b"not a model at all")

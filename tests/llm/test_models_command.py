@@ -73,10 +73,17 @@ def test_download_use_ask_and_remove_a_model_from_the_command_line(
     catalog = write_catalog(tmp_path / "catalog.json", server, starter_sha256, size)
     home = tmp_path / "home"  # no GPT4All or LM Studio folders here
     home.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "FATHOM_MODEL_CATALOG": str(catalog), "HOME": str(home)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "FATHOM_MODEL_CATALOG": str(catalog),
+        "HOME": str(home),
+    }
     env.pop("XDG_DATA_HOME", None)
     paths = app_paths()
-    settings = replace_setting(Settings(), "model.llamacpp.n_threads", 1)  # a busy shared CPU: one thread
+    settings = replace_setting(
+        Settings(), "model.llamacpp.n_threads", 1
+    )  # a busy shared CPU: one thread
     settings = replace_setting(settings, "model.ollama.host", "http://127.0.0.1:9")  # no Ollama
     save_settings(replace_setting(settings, "model.llamacpp.n_ctx", 4096), paths.settings_file)
 
@@ -89,17 +96,25 @@ def test_download_use_ask_and_remove_a_model_from_the_command_line(
     assert rows["starter"]["in_use"] and rows["tiny"]["where"] == "to download"
     assert rows["tiny"]["fit"]["verdict"] == "fits" and not rows["tiny"]["installed"]
     assert server.requests == []  # listing contacted nothing
-    assert rows["tiny"]["answer_s"] is None  # this computer's speed is not known (the suite never times it)
+    assert (
+        rows["tiny"]["answer_s"] is None
+    )  # this computer's speed is not known (the suite never times it)
 
     # with this computer's speed kept from an earlier measurement: about how long a deep answer takes
-    keep_speed(paths.cache_dir, Speed(300.0, 100.0, model_bytes=size, threads=1, machine=machine_key(1)))
+    keep_speed(
+        paths.cache_dir, Speed(300.0, 100.0, model_bytes=size, threads=1, machine=machine_key(1))
+    )
     table = fathom("models", "list")
     assert table.returncode == 0 and "DEEP ANSWER" in table.stdout, table.stderr
-    assert "about 15 s" in next(line for line in table.stdout.splitlines() if "Tiny research model" in line)
+    assert "about 15 s" in next(
+        line for line in table.stdout.splitlines() if "Tiny research model" in line
+    )
 
     # a download whose bytes do not match the catalog's sha256 is refused and leaves nothing
     corrupt = fathom("models", "download", "corrupt")
-    assert corrupt.returncode == 1 and "SHA-256" in corrupt.stderr and "deleted" in corrupt.stderr, corrupt.stderr
+    assert (
+        corrupt.returncode == 1 and "SHA-256" in corrupt.stderr and "deleted" in corrupt.stderr
+    ), corrupt.stderr
     assert not list(paths.models_dir.glob("corrupt.gguf*"))
 
     downloaded = fathom("models", "download", "tiny")
@@ -111,12 +126,20 @@ def test_download_use_ask_and_remove_a_model_from_the_command_line(
 
     # listed as Fathom's own now, read from its header; chosen by its catalog id
     rows = {r["key"]: r for r in json.loads(fathom("models", "list", "--json").stdout)}
-    assert rows["tiny"]["where"] == "Fathom" and rows["tiny"]["installed"] and rows["tiny"]["path"] == str(target)
+    assert (
+        rows["tiny"]["where"] == "Fathom"
+        and rows["tiny"]["installed"]
+        and rows["tiny"]["path"] == str(target)
+    )
     assert rows["tiny"]["quantization"] == "Q4_1"
     used = fathom("models", "use", "tiny")
     assert used.returncode == 0 and "Research now uses" in used.stdout, used.stderr
     saved, problem = load_settings(paths.settings_file)
-    assert problem is None and saved.model.backend == "llamacpp" and saved.model.llamacpp.model_path == str(target)
+    assert (
+        problem is None
+        and saved.model.backend == "llamacpp"
+        and saved.model.llamacpp.model_path == str(target)
+    )
 
     doctor = json.loads(fathom("doctor", "--json").stdout)
     assert doctor["research_model"]["key"] == "tiny" and doctor["research_model"]["fit"] == "fits"
@@ -162,9 +185,16 @@ def test_a_download_with_no_connection_says_so_plainly(tmp_path: Path, starter_s
     }
     catalog = tmp_path / "catalog.json"
     catalog.write_text(json.dumps({"models": [entry]}), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "FATHOM_MODEL_CATALOG": str(catalog), "HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "FATHOM_MODEL_CATALOG": str(catalog),
+        "HOME": str(tmp_path),
+    }
     result = run_fathom("models", "download", "far", env=env, cwd=REPO, program=MODULE)
     assert result.returncode == 1
-    assert "no connection to 127.0.0.1" in result.stderr and "keep working offline" in result.stderr, result.stderr
+    assert (
+        "no connection to 127.0.0.1" in result.stderr and "keep working offline" in result.stderr
+    ), result.stderr
     assert "Traceback" not in result.stderr
     assert not list(app_paths().models_dir.glob("far.gguf*"))

@@ -72,7 +72,9 @@ async def test_embed_uses_api_embed(ollama_model: OllamaModel) -> None:
     assert result.usage.prompt_tokens > 4
 
 
-async def test_a_model_that_is_not_pulled_says_how_to_pull_it(ollama_loopback: OllamaLoopback) -> None:
+async def test_a_model_that_is_not_pulled_says_how_to_pull_it(
+    ollama_loopback: OllamaLoopback,
+) -> None:
     model = OllamaModel("qwen3:8b", host=ollama_loopback.url)
     with pytest.raises(ModelNotFound) as caught:
         await model.chat([{"role": "user", "content": "hi"}])
@@ -94,7 +96,9 @@ async def test_a_server_that_is_not_running_says_how_to_start_it(unused_tcp_port
     await model.aclose()
 
 
-async def test_a_reports_provenance_names_the_ollama_models_digest(ollama_loopback: OllamaLoopback) -> None:
+async def test_a_reports_provenance_names_the_ollama_models_digest(
+    ollama_loopback: OllamaLoopback,
+) -> None:
     from app.research.provenance import ollama_digest
 
     model = OllamaModel(MODEL_NAME, host=ollama_loopback.url)

@@ -47,16 +47,26 @@ async def test_list_shows_the_real_model_with_its_details(ollama: OllamaLoopback
     assert model.modified_at.startswith(ollama.real_entry["modified_at"][:19])
 
 
-async def test_pull_streams_monotonic_progress_and_the_model_is_listed(ollama: OllamaLoopback) -> None:
+async def test_pull_streams_monotonic_progress_and_the_model_is_listed(
+    ollama: OllamaLoopback,
+) -> None:
     seen: list[PullProgress] = []
     await pull_ollama_model(ollama.url, TINY, progress=seen.append)
 
     assert seen[0] == PullProgress(status="pulling manifest", completed=0, total=0)
-    assert [p.status for p in seen[-3:]] == ["verifying sha256 digest", "writing manifest", "success"]
-    layers = {p.status for p in seen if p.status.startswith("pulling ") and p.status != "pulling manifest"}
+    assert [p.status for p in seen[-3:]] == [
+        "verifying sha256 digest",
+        "writing manifest",
+        "success",
+    ]
+    layers = {
+        p.status for p in seen if p.status.startswith("pulling ") and p.status != "pulling manifest"
+    }
     assert len(layers) == 2 and all(len(s.removeprefix("pulling ")) == 12 for s in layers)
     completed = [p.completed for p in seen]
-    assert completed == sorted(completed) and len(set(completed)) > 4  # several increments, never back
+    assert (
+        completed == sorted(completed) and len(set(completed)) > 4
+    )  # several increments, never back
     assert all(p.completed <= p.total for p in seen)
     # the total grows as the second layer appears, and ends at the model's size
     assert seen[1].total == layer_sizes(TINY_BYTES)[0]
@@ -89,7 +99,9 @@ async def test_pull_of_a_name_the_registry_lacks_is_model_not_found(ollama: Olla
     assert await names(ollama.url) == [MODEL_NAME]
 
 
-async def test_pull_without_internet_on_ollamas_side_says_pulled_models_still_work(ollama: OllamaLoopback) -> None:
+async def test_pull_without_internet_on_ollamas_side_says_pulled_models_still_work(
+    ollama: OllamaLoopback,
+) -> None:
     ollama.pull_offline = True
     with pytest.raises(ModelUnavailable) as caught:
         await pull_ollama_model(ollama.url, TINY)
@@ -99,7 +111,9 @@ async def test_pull_without_internet_on_ollamas_side_says_pulled_models_still_wo
 
 
 async def test_cancelling_a_pull_closes_the_stream_promptly(ollama: OllamaLoopback) -> None:
-    ollama.pull_delay_s = 0.3  # 13 lines: the pull would take about 4 s without a cancel (room on a busy machine)
+    ollama.pull_delay_s = (
+        0.3  # 13 lines: the pull would take about 4 s without a cancel (room on a busy machine)
+    )
     downloading = asyncio.Event()
     seen: list[PullProgress] = []
 
@@ -127,7 +141,9 @@ async def test_cancelling_a_pull_closes_the_stream_promptly(ollama: OllamaLoopba
     assert await names(ollama.url) == [MODEL_NAME]
 
 
-async def test_delete_removes_the_model_and_a_second_delete_is_not_found(ollama: OllamaLoopback) -> None:
+async def test_delete_removes_the_model_and_a_second_delete_is_not_found(
+    ollama: OllamaLoopback,
+) -> None:
     await pull_ollama_model(ollama.url, TINY)
     assert TINY in await names(ollama.url)
     await delete_ollama_model(ollama.url, TINY)
@@ -141,7 +157,11 @@ async def test_delete_removes_the_model_and_a_second_delete_is_not_found(ollama:
 
 async def test_a_host_with_nothing_listening_is_model_unavailable(unused_tcp_port: int) -> None:
     host = f"http://127.0.0.1:{unused_tcp_port}"
-    for call in (list_ollama_models(host), pull_ollama_model(host, TINY), delete_ollama_model(host, TINY)):
+    for call in (
+        list_ollama_models(host),
+        pull_ollama_model(host, TINY),
+        delete_ollama_model(host, TINY),
+    ):
         with pytest.raises(ModelUnavailable) as caught:
             await call
         assert str(caught.value).startswith(f"Ollama is not running at {host}.")

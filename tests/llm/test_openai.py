@@ -19,7 +19,11 @@ from app.llm.openai_backend import OpenAICompatibleModel
 pytestmark = pytest.mark.slow
 
 
-SERVERS = {"llama-server": "llama_server", "llama_cpp.server": "llama_cpp_server", "ollama-v1": "ollama_loopback"}
+SERVERS = {
+    "llama-server": "llama_server",
+    "llama_cpp.server": "llama_cpp_server",
+    "ollama-v1": "ollama_loopback",
+}
 ACCEPTS_JSON_SCHEMA = {"llama-server": True, "llama_cpp.server": False, "ollama-v1": True}
 
 
@@ -35,7 +39,8 @@ async def endpoint(request: pytest.FixtureRequest) -> AsyncIterator[OpenAICompat
 async def test_free_text_answer_with_usage(endpoint: OpenAICompatibleModel) -> None:
     assert isinstance(endpoint, ChatModel)
     result = await endpoint.chat(
-        [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}], max_tokens=40
+        [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}],
+        max_tokens=40,
     )
     assert "paris" in result.content.lower()
     assert result.usage.prompt_tokens > 5 and result.usage.completion_tokens > 0
@@ -44,20 +49,28 @@ async def test_free_text_answer_with_usage(endpoint: OpenAICompatibleModel) -> N
 
 async def test_streaming_yields_many_deltas(endpoint: OpenAICompatibleModel) -> None:
     deltas: list[ChatDelta] = [
-        d async for d in endpoint.stream([{"role": "user", "content": "Name five colours."}], max_tokens=40)
+        d
+        async for d in endpoint.stream(
+            [{"role": "user", "content": "Name five colours."}], max_tokens=40
+        )
     ]
     assert len([d for d in deltas if d.kind == "content"]) > 1
     assert deltas[-1].kind == "done" and deltas[-1].usage is not None
     assert deltas[-1].usage.completion_tokens > 1
 
 
-async def test_structured_output_is_valid(endpoint: OpenAICompatibleModel, request: pytest.FixtureRequest) -> None:
+async def test_structured_output_is_valid(
+    endpoint: OpenAICompatibleModel, request: pytest.FixtureRequest
+) -> None:
     for _ in range(2):
         result = await endpoint.structured(OUTLINE_PROMPT, OUTLINE_SCHEMA)
         jsonschema.validate(result.value, OUTLINE_SCHEMA)
         assert result.usage.completion_tokens > 0
     # llama-server and Ollama take json_schema; llama_cpp.server refuses it and gets json_object + schema
-    assert endpoint.json_schema_supported is ACCEPTS_JSON_SCHEMA[request.node.callspec.params["endpoint"]]
+    assert (
+        endpoint.json_schema_supported
+        is ACCEPTS_JSON_SCHEMA[request.node.callspec.params["endpoint"]]
+    )
 
 
 async def test_list_models(endpoint: OpenAICompatibleModel) -> None:

@@ -25,7 +25,10 @@ def _feed_in_pieces(text: str, size: int) -> tuple[str, str]:
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 64])
 def test_tags_split_across_deltas_are_recognised(size: int) -> None:
-    assert _feed_in_pieces(REPLY, size) == ("Blue is a fine colour.", "The user wants a colour.\nBlue is common.")
+    assert _feed_in_pieces(REPLY, size) == (
+        "Blue is a fine colour.",
+        "The user wants a colour.\nBlue is common.",
+    )
 
 
 def test_a_stray_closing_tag_means_the_template_opened_the_block() -> None:
@@ -37,7 +40,9 @@ def test_text_that_only_looks_like_a_tag_is_kept() -> None:
     assert _feed_in_pieces("x <thi", 2) == ("x <thi", "")
 
 
-async def test_think_text_from_a_real_stream_goes_to_the_reasoning_channel(starter_llm: LlamaCppModel) -> None:
+async def test_think_text_from_a_real_stream_goes_to_the_reasoning_channel(
+    starter_llm: LlamaCppModel,
+) -> None:
     # The starter model does not think on its own: a grammar makes it write a real
     # <think> block (its own words inside), streamed token by token through the
     # same path as stream().
@@ -45,7 +50,10 @@ async def test_think_text_from_a_real_stream_goes_to_the_reasoning_channel(start
     deltas: list[ChatDelta] = [
         d
         async for d in starter_llm._deltas(
-            [{"role": "user", "content": "Which colour is the sky? Think first."}], 0.2, 100, grammar
+            [{"role": "user", "content": "Which colour is the sky? Think first."}],
+            0.2,
+            100,
+            grammar,
         )
     ]
     reasoning = "".join(d.text for d in deltas if d.kind == "reasoning")

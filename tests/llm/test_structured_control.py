@@ -26,7 +26,10 @@ from app.llm.structured import (
     worst_case_chars,
 )
 
-SCHEMA = {"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}}}}
+SCHEMA = {
+    "type": "object",
+    "properties": {"queries": {"type": "array", "items": {"type": "string"}}},
+}
 ASK: list[Message] = [{"role": "user", "content": "Plan searches."}]
 
 
@@ -35,7 +38,11 @@ def _scripted(replies: list[str]) -> tuple[Any, list[Sequence[Message]]]:
 
     async def generate(messages: Sequence[Message]) -> RawReply:
         seen.append(messages)
-        return RawReply(content=replies[len(seen) - 1], reasoning="", usage=Usage(completion_tokens=5, model="m"))
+        return RawReply(
+            content=replies[len(seen) - 1],
+            reasoning="",
+            usage=Usage(completion_tokens=5, model="m"),
+        )
 
     return generate, seen
 
@@ -47,7 +54,9 @@ async def test_an_invalid_reply_is_repaired_once_with_the_error_sent_back() -> N
     assert result.usage.completion_tokens == 10 and result.usage.calls == 2
     repair = seen[1]
     assert repair[-2] == {"role": "assistant", "content": '{"queries": [1, 2]}'}
-    assert "at queries/" in repair[-1]["content"] and "not of type 'string'" in repair[-1]["content"]
+    assert (
+        "at queries/" in repair[-1]["content"] and "not of type 'string'" in repair[-1]["content"]
+    )
 
 
 async def test_two_invalid_replies_raise_an_actionable_error() -> None:
@@ -67,13 +76,19 @@ def test_hardening_bounds_strings_and_arrays_to_fit_the_token_budget() -> None:
     roomy = harden_schema(SCHEMA, max_tokens=4096)
     tight = harden_schema(SCHEMA, max_tokens=128)
     assert roomy["additionalProperties"] is False
-    assert roomy["properties"]["queries"]["maxItems"] >= tight["properties"]["queries"]["maxItems"] >= 3
+    assert (
+        roomy["properties"]["queries"]["maxItems"]
+        >= tight["properties"]["queries"]["maxItems"]
+        >= 3
+    )
     assert worst_case_chars(tight) < worst_case_chars(roomy)
     kept = harden_schema({"type": "string", "maxLength": 7}, max_tokens=16)
     assert kept["maxLength"] == 7  # the caller's own bounds are kept when they fit
     own = {"type": "object", "properties": {"summary": {"type": "string", "maxLength": 400}}}
     assert harden_schema(own, max_tokens=4096)["properties"]["summary"]["maxLength"] == 400
-    lowered = harden_schema(own, max_tokens=128)  # 400 characters cannot fit: a cut-off reply is invalid JSON
+    lowered = harden_schema(
+        own, max_tokens=128
+    )  # 400 characters cannot fit: a cut-off reply is invalid JSON
     assert lowered["properties"]["summary"]["maxLength"] < 400
     assert worst_case_chars(lowered) <= 128 * 3
     assert "maxLength" not in SCHEMA["properties"]["queries"]["items"]  # the input is not modified

@@ -51,7 +51,10 @@ def probe_from(table: dict[str, list[str] | None]) -> qt_libraries.Probe:
 def test_xcb_missing_libraries_name_their_packages_in_one_apt_command(tmp_path: Path) -> None:
     folder = plugins(tmp_path, "libqxcb.so")
     message = missing_packages_message(
-        "linux", {}, folder, probe_from({"libqxcb.so": ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"]})
+        "linux",
+        {},
+        folder,
+        probe_from({"libqxcb.so": ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"]}),
     )
     assert message is not None
     assert "(libxcb-icccm.so.4, libxcb-keysyms.so.1)" in message
@@ -74,15 +77,23 @@ def test_a_library_that_loads_or_cannot_be_judged_lets_qt_start(tmp_path: Path) 
         {"QT_PLUGIN_PATH": "/somewhere/of/the/users"},
     ],
 )
-def test_other_platforms_and_the_users_own_plugins_are_left_to_qt(tmp_path: Path, env: dict[str, str]) -> None:
+def test_other_platforms_and_the_users_own_plugins_are_left_to_qt(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     folder = plugins(tmp_path, "libqxcb.so")
-    assert missing_packages_message("linux", env, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]})) is None
+    assert (
+        missing_packages_message("linux", env, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]}))
+        is None
+    )
 
 
 @pytest.mark.parametrize("platform", ["win32", "darwin"])
 def test_only_linux_is_checked(tmp_path: Path, platform: str) -> None:
     folder = plugins(tmp_path, "libqxcb.so")
-    assert missing_packages_message(platform, {}, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]})) is None
+    assert (
+        missing_packages_message(platform, {}, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]}))
+        is None
+    )
 
 
 def test_no_plugin_folder_or_no_plugin_file_is_left_to_qt(tmp_path: Path) -> None:
@@ -95,7 +106,10 @@ def test_qt_plugin_path_naming_pyside6s_own_plugins_is_still_checked(tmp_path: P
     """PyInstaller's start-up sets QT_PLUGIN_PATH to the bundle's own plugin folder."""
     folder = plugins(tmp_path, "libqxcb.so")
     env = {"QT_PLUGIN_PATH": f"{tmp_path}{os.pathsep}"}
-    assert missing_packages_message("linux", env, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]})) is not None
+    assert (
+        missing_packages_message("linux", env, folder, probe_from({"libqxcb.so": ["libEGL.so.1"]}))
+        is not None
+    )
 
 
 def test_qt_qpa_platform_xcb_is_checked_like_the_default(tmp_path: Path) -> None:
@@ -115,7 +129,9 @@ def test_on_wayland_a_working_wayland_plugin_is_enough(tmp_path: Path) -> None:
 def test_on_wayland_with_both_plugins_broken_both_are_named(tmp_path: Path) -> None:
     folder = plugins(tmp_path, "libqxcb.so", "libqwayland.so")
     env = {"WAYLAND_DISPLAY": "wayland-0"}
-    probe = probe_from({"libqwayland.so": ["libwayland-cursor.so.0"], "libqxcb.so": ["libxcb-cursor.so.0"]})
+    probe = probe_from(
+        {"libqwayland.so": ["libwayland-cursor.so.0"], "libqxcb.so": ["libxcb-cursor.so.0"]}
+    )
     message = missing_packages_message("linux", env, folder, probe)
     assert message is not None
     assert "sudo apt-get install libwayland-cursor0 libxcb-cursor0\n" in message
@@ -123,7 +139,9 @@ def test_on_wayland_with_both_plugins_broken_both_are_named(tmp_path: Path) -> N
 
 def test_an_unknown_library_asks_for_every_package_qt_needs(tmp_path: Path) -> None:
     folder = plugins(tmp_path, "libqxcb.so")
-    message = missing_packages_message("linux", {}, folder, probe_from({"libqxcb.so": [GONE, "libEGL.so.1"]}))
+    message = missing_packages_message(
+        "linux", {}, folder, probe_from({"libqxcb.so": [GONE, "libEGL.so.1"]})
+    )
     assert message is not None and GONE in message
     assert f"sudo apt-get install {' '.join(X11_PACKAGES)}\n" in message
 
@@ -143,7 +161,9 @@ def build_library(folder: Path, name: str, *needs: str, search: Path | None = No
     """A shared object named ``name`` whose NEEDED entries are ``needs`` (built with cc)."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        pytest.fail("these tests build small shared objects: install a C compiler (build-essential)")
+        pytest.fail(
+            "these tests build small shared objects: install a C compiler (build-essential)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / f"{name}.c"
     source.write_text("int fathom_stand_in(void) { return 1; }\n")
@@ -183,7 +203,9 @@ def test_probe_leaves_a_file_that_is_not_a_library_to_qt(tmp_path: Path) -> None
 
 def test_the_loaders_reason_is_found_under_pyinstallers_own_error() -> None:
     loader = OSError(f"{GONE}: cannot open shared object file: No such file or directory")
-    frozen = OSError("Failed to load dynlib/dll '/opt/fathom/_internal/PySide6/Qt/plugins/platforms/libqxcb.so'.")
+    frozen = OSError(
+        "Failed to load dynlib/dll '/opt/fathom/_internal/PySide6/Qt/plugins/platforms/libqxcb.so'."
+    )
     frozen.__cause__ = loader
     assert qt_libraries.cannot_open(frozen) == GONE
     assert qt_libraries.cannot_open(loader) == GONE
@@ -206,16 +228,23 @@ def test_fathom_prints_the_packages_instead_of_qts_abort(tmp_path: Path) -> None
     (fake / "Qt" / "plugins").mkdir(parents=True)
     (fake / "__init__.py").write_text("raise SystemExit('PySide6 was imported before the check')\n")
     plugin_needing_gone_libraries(fake / "Qt" / "plugins" / "platforms", GONE)
-    env = {k: v for k, v in os.environ.items() if k not in {"DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE"}
+    }
     env.update(PYTHONPATH=str(tmp_path / "site"), QT_QPA_PLATFORM="xcb")
     fathom = Path(sys.executable).parent / "fathom"
 
-    result = subprocess.run([str(fathom)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(fathom)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
 
     report = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 1, report
-    assert f"Fathom cannot open its window: the system libraries Qt needs to draw it are not installed ({GONE})" in (
-        result.stderr
+    assert (
+        f"Fathom cannot open its window: the system libraries Qt needs to draw it are not installed ({GONE})"
+        in (result.stderr)
     ), report
     assert f"    sudo apt-get install {' '.join(X11_PACKAGES)}\n" in result.stderr, report
     assert "qt.qpa" not in result.stderr and "Traceback" not in result.stderr, report
@@ -224,11 +253,15 @@ def test_fathom_prints_the_packages_instead_of_qts_abort(tmp_path: Path) -> None
 
 # -- the table, against PySide6, Debian, the README and the .deb -----------------------
 
-RUNTIME = re.compile(r"^(libc|libm|libgcc_s|libstdc\+\+|libz|libzstd|ld-linux.*|libicu\w+|libQt6\w+)\.so")
+RUNTIME = re.compile(
+    r"^(libc|libm|libgcc_s|libstdc\+\+|libz|libzstd|ld-linux.*|libicu\w+|libQt6\w+)\.so"
+)
 
 
 def needed(library: Path) -> set[str]:
-    out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["readelf", "-d", str(library)], capture_output=True, text=True, check=True
+    ).stdout
     return set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out))
 
 
@@ -249,10 +282,14 @@ def test_the_table_names_every_library_qts_x11_and_wayland_plugins_link() -> Non
 
 def test_each_library_here_comes_from_the_package_the_table_names() -> None:
     if shutil.which("dpkg") is None:
-        pytest.fail("this test reads the Debian package database: run it on Debian/Ubuntu (as CI does)")
+        pytest.fail(
+            "this test reads the Debian package database: run it on Debian/Ubuntu (as CI does)"
+        )
     checked = 0
     for soname, package in {**X11_LIBRARIES, **WAYLAND_LIBRARIES}.items():
-        owner = subprocess.run(["dpkg", "-S", f"*/{soname}"], capture_output=True, text=True, check=False)
+        owner = subprocess.run(
+            ["dpkg", "-S", f"*/{soname}"], capture_output=True, text=True, check=False
+        )
         if owner.returncode != 0:
             continue  # not installed here (the probe test covers what is missing)
         owners = {line.split(":", 1)[0].removesuffix("t64") for line in owner.stdout.splitlines()}
@@ -263,8 +300,12 @@ def test_each_library_here_comes_from_the_package_the_table_names() -> None:
 
 def test_readme_installs_the_packages_the_table_names() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    commands = [line for line in readme.splitlines() if line.strip().startswith("sudo apt-get install lib")]
-    assert f"sudo apt-get install {' '.join(X11_PACKAGES)}" in [c.strip() for c in commands], commands
+    commands = [
+        line for line in readme.splitlines() if line.strip().startswith("sudo apt-get install lib")
+    ]
+    assert f"sudo apt-get install {' '.join(X11_PACKAGES)}" in [c.strip() for c in commands], (
+        commands
+    )
 
 
 def test_the_deb_depends_on_the_packages_the_table_names(tmp_path: Path) -> None:
@@ -281,6 +322,8 @@ def test_the_deb_depends_on_the_packages_the_table_names(tmp_path: Path) -> None
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     deb = built.stdout.strip().splitlines()[-1]
-    depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True, check=True).stdout
+    depends = subprocess.run(
+        ["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True, check=True
+    ).stdout
     declared = {entry.strip().split(" ")[0] for entry in depends.split(",")}
     assert {*X11_PACKAGES, "libwayland-client0"} <= declared, depends

@@ -39,7 +39,11 @@ def test_ingest_and_search_write_only_fathoms_own_lines_to_stderr(
     for markdown in sorted((shared_data / "milvus-docs").rglob("*.md"))[:2]:
         shutil.copy(markdown, docs)
     # A user's environment: nothing of the test run's quieting (no GRPC_*, no Python warnings filter).
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRPC_", "GLOG_", "PYTHONWARNINGS"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GRPC_", "GLOG_", "PYTHONWARNINGS"))
+    }
     env["FATHOM_HOME"] = str(fathom_home)
 
     ingest = fathom("ingest", "-c", "docs", str(docs), env=env, cwd=tmp_path)
@@ -56,12 +60,24 @@ def test_ingest_and_search_write_only_fathoms_own_lines_to_stderr(
 @pytest.mark.parametrize(
     ("line", "noise"),
     [
-        ("WARNING: All log messages before absl::InitializeLog() is called are written to STDERR", True),
-        ("I1202 14:56:45.520025   29099 fork_posix.cc:71] Other threads are currently calling into gRPC", True),
-        ("E0000 00:00:1733150000.000000  123 init.cc:229] grpc_wait_for_shutdown_with_timeout() timed out.", True),
+        (
+            "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+            True,
+        ),
+        (
+            "I1202 14:56:45.520025   29099 fork_posix.cc:71] Other threads are currently calling into gRPC",
+            True,
+        ),
+        (
+            "E0000 00:00:1733150000.000000  123 init.cc:229] grpc_wait_for_shutdown_with_timeout() timed out.",
+            True,
+        ),
         ("Ingesting 3 files into 'docs'.", False),
         ("indexed   docs/WhatisMilvus.pdf (10 chunks)", False),
-        ("Collection 'docs': 3 indexed (25 new chunks), 0 unchanged, 0 skipped, 0 failed, 0 removed, in 9.4s.", False),
+        (
+            "Collection 'docs': 3 indexed (25 new chunks), 0 unchanged, 0 skipped, 0 failed, 0 removed, in 9.4s.",
+            False,
+        ),
     ],
 )
 def test_what_counts_as_noise(line: str, noise: bool) -> None:

@@ -18,7 +18,10 @@ from app.commands import selftest
 
 
 def test_missing_sample_fails_the_ingest_step_and_leaves_nothing_behind(
-    tmp_path: Path, fathom_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    fathom_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     empty = tmp_path / "no-sample"
     empty.mkdir()
@@ -31,7 +34,9 @@ def test_missing_sample_fails_the_ingest_step_and_leaves_nothing_behind(
 
     lines = capsys.readouterr().out.splitlines()
     assert status == 1
-    assert len(lines) == 1 and lines[0].startswith("FAIL ingest: the bundled sample documents are missing"), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        "FAIL ingest: the bundled sample documents are missing"
+    ), lines
     assert str(empty / selftest.SAMPLE_FILES[0]) in lines[0]
     # The user's data dir was never used, and the temporary one is gone.
     assert os.environ["FATHOM_HOME"] == str(fathom_home)
@@ -48,4 +53,7 @@ def test_the_sample_states_the_facts_the_self_test_searches_for() -> None:
     assert selftest.PROBES[0].expected in markdown
     raw = (folder / "veltmoor-harbour-letter.eml").read_bytes()
     letter = email.message_from_bytes(raw, policy=email.policy.default)
-    assert str(letter["From"]).startswith("Harbour Master") and selftest.PROBES[2].expected in letter.get_content()
+    assert (
+        str(letter["From"]).startswith("Harbour Master")
+        and selftest.PROBES[2].expected in letter.get_content()
+    )

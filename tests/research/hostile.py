@@ -101,7 +101,10 @@ FAQ = (
         "What kinds of search does Milvus support?",
         "Milvus supports ANN search, filtered search, range search, hybrid search and full-text search.",
     ),
-    ("How can Milvus be deployed?", "Milvus can be deployed as Milvus Lite, Milvus Standalone or Milvus Distributed."),
+    (
+        "How can Milvus be deployed?",
+        "Milvus can be deployed as Milvus Lite, Milvus Standalone or Milvus Distributed.",
+    ),
 )
 FAQ_MARKDOWN = "# Milvus FAQ\n\n" + "".join(
     f"## {question}\n\n{answer} {INSTRUCTIONS[0]} {INSTRUCTIONS[1]}\n\n{INSTRUCTIONS[2]}\n\n"

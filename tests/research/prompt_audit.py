@@ -40,14 +40,24 @@ class RecordingModel:
         self.prompts.append([{"role": m["role"], "content": m["content"]} for m in messages])
 
     async def stream(
-        self, messages: Sequence[Message], *, temperature: float | None = None, max_tokens: int | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[ChatDelta]:
         self._record(messages)
-        async for delta in self.inner.stream(messages, temperature=temperature, max_tokens=max_tokens):
+        async for delta in self.inner.stream(
+            messages, temperature=temperature, max_tokens=max_tokens
+        ):
             yield delta
 
     async def chat(
-        self, messages: Sequence[Message], *, temperature: float | None = None, max_tokens: int | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> ChatResult:
         self._record(messages)
         return await self.inner.chat(messages, temperature=temperature, max_tokens=max_tokens)
@@ -61,7 +71,9 @@ class RecordingModel:
         max_tokens: int | None = None,
     ) -> StructuredResult:
         self._record(messages)
-        return await self.inner.structured(messages, schema, temperature=temperature, max_tokens=max_tokens)
+        return await self.inner.structured(
+            messages, schema, temperature=temperature, max_tokens=max_tokens
+        )
 
     async def embed(self, texts: Sequence[str]) -> EmbedResult:
         return await self.inner.embed(texts)

@@ -74,7 +74,9 @@ class ScriptedModel:
     def _usage(self) -> Usage:
         return Usage(self.prompt_tokens, self.completion_tokens, 0.0, "scripted", 1)
 
-    async def _reply(self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None) -> Any:
+    async def _reply(
+        self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None
+    ) -> Any:
         script = self._scripts.get(task)
         if not script and task == "findings" and schema is not None:
             # unscripted, the writer's findings step picks every passage it is shown
@@ -154,7 +156,9 @@ def prompt_of(messages: Sequence[Message]) -> str:
 # -- an in-memory library ---------------------------------------------------------
 
 
-def make_chunk(chunk_id: str, text: str, *, collection: str = "docs", path: str = "", page: int | None = None) -> Chunk:
+def make_chunk(
+    chunk_id: str, text: str, *, collection: str = "docs", path: str = "", page: int | None = None
+) -> Chunk:
     return Chunk(
         chunk_id=chunk_id,
         doc_id=f"doc-{chunk_id}",
@@ -244,9 +248,17 @@ async def collect(events: AsyncIterator[Any]) -> list[Any]:
 
 
 MILVUS_CHUNKS = [
-    make_chunk("c1", "Milvus is an open-source vector database built for similarity search at scale."),
-    make_chunk("c2", "Milvus supports hybrid search that combines dense vectors with BM25 full text search."),
-    make_chunk("c3", "Weaviate and Qdrant are other vector databases; Milvus scales to billions of vectors."),
+    make_chunk(
+        "c1", "Milvus is an open-source vector database built for similarity search at scale."
+    ),
+    make_chunk(
+        "c2",
+        "Milvus supports hybrid search that combines dense vectors with BM25 full text search.",
+    ),
+    make_chunk(
+        "c3",
+        "Weaviate and Qdrant are other vector databases; Milvus scales to billions of vectors.",
+    ),
     make_chunk("c4", "Bananas are rich in potassium and grow in tropical climates."),
     make_chunk("c5", "Milvus index types include HNSW, IVF_FLAT and DiskANN for vector search."),
 ]
@@ -264,7 +276,9 @@ def delayed(model: ScriptedModel, seconds: float) -> ScriptedModel:
     return model
 
 
-def verdicts(*given: str, rest: str = "supported") -> Callable[[Sequence[Message], dict[str, Any]], Any]:
+def verdicts(
+    *given: str, rest: str = "supported"
+) -> Callable[[Sequence[Message], dict[str, Any]], Any]:
     """A citation_check reply: the given verdicts first, then ``rest`` for every other claim."""
 
     def reply(messages: Sequence[Message], schema: dict[str, Any]) -> Any:

@@ -54,12 +54,27 @@ def test_ask_refuses_an_empty_library_and_an_unknown_collection(
     assert "No collection named gone. Collections: docs." in err
 
 
-def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFixture[str], shared_data: Path) -> None:
+def test_ask_prints_a_cited_report_and_the_run_as_json(
+    capsys: pytest.CaptureFixture[str], shared_data: Path
+) -> None:
     # one llama.cpp thread: on a busy shared CPU, more threads only spin
     settings = replace_setting(Settings(), "model.llamacpp.n_threads", 1)
-    save_settings(replace_setting(settings, "model.llamacpp.n_ctx", 4096), app_paths().settings_file)
+    save_settings(
+        replace_setting(settings, "model.llamacpp.n_ctx", 4096), app_paths().settings_file
+    )
     ingest(shared_data / "pdf" / "WhatisMilvus.pdf", "milvus")
-    code = run_ask(["What is Milvus?", "--mode", "quick", "--collection", "milvus", "--json", "--max-seconds", "300"])
+    code = run_ask(
+        [
+            "What is Milvus?",
+            "--mode",
+            "quick",
+            "--collection",
+            "milvus",
+            "--json",
+            "--max-seconds",
+            "300",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "Using the starter model" in captured.err  # the starter-model notice
@@ -72,7 +87,9 @@ def test_ask_prints_a_cited_report_and_the_run_as_json(capsys: pytest.CaptureFix
         "… Noting what each source says",  # picking the passages the answer rests on
         "… Writing the report",
     ], said
-    assert len(said) == len(set(said))  # once each: its keep-alive and count updates are not printed
+    assert len(said) == len(
+        set(said)
+    )  # once each: its keep-alive and count updates are not printed
     run = json.loads(captured.out)
     assert run["status"] == "finished" and run["mode"] == "quick"
     assert run["events"][0]["type"] == "RunStarted" and run["events"][-1]["type"] == "Finished"
@@ -102,6 +119,11 @@ def test_ask_refuses_an_empty_question_before_anything_runs(
     assert store is None or store.list_runs() == []  # and none saved to History
 
 
-def test_ask_refuses_a_table_file_it_cannot_write_before_running(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_ask(["Which vector databases exist?", "--mode", "table", "--table-out", "out.xlsx"]) == 2
+def test_ask_refuses_a_table_file_it_cannot_write_before_running(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        run_ask(["Which vector databases exist?", "--mode", "table", "--table-out", "out.xlsx"])
+        == 2
+    )
     assert "use a .csv or .json file name" in capsys.readouterr().err

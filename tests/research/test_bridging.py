@@ -58,18 +58,26 @@ def test_a_passage_that_covers_every_question_word_keeps_them_all() -> None:
 
 
 @pytest.mark.slow
-async def test_bridge_queries_find_the_second_hop_the_question_misses(shared_data: Path, tmp_path: Path) -> None:
-    question = json.loads((shared_data / "musique" / "questions.json").read_text(encoding="utf-8"))[0]
+async def test_bridge_queries_find_the_second_hop_the_question_misses(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    question = json.loads((shared_data / "musique" / "questions.json").read_text(encoding="utf-8"))[
+        0
+    ]
     assert question["question"] == QUESTION
     folder = tmp_path / "paragraphs"
     folder.mkdir()
     gold: set[str] = set()
     for i, para in enumerate(question["paragraphs"]):
         name = f"p{i:02d}.md"
-        (folder / name).write_text(f"# {para['title']}\n\n{para['paragraph_text']}\n", encoding="utf-8")
+        (folder / name).write_text(
+            f"# {para['title']}\n\n{para['paragraph_text']}\n", encoding="utf-8"
+        )
         if para["is_supporting"]:
             gold.add(name)
-    paths = AppPaths(config_dir=tmp_path / "c", data_dir=tmp_path / "d", cache_dir=tmp_path / "k").ensure()
+    paths = AppPaths(
+        config_dir=tmp_path / "c", data_dir=tmp_path / "d", cache_dir=tmp_path / "k"
+    ).ensure()
     library = Library.open(Settings(), paths)
     try:
         final = None

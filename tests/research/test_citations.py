@@ -33,12 +33,23 @@ def test_citations_to_nothing_are_removed_and_counted() -> None:
 def test_sentences_skip_headings_code_and_tables() -> None:
     text = "# Title [3]\n\nOne [1]. Two [2]!\n\n- item three [1]\n```\ncode [4]\n```\n| a [5] |"
     found = sentences(text)
-    assert [(s.claim, s.numbers) for s in found] == [("One.", (1,)), ("Two!", (2,)), ("item three", (1,))]
-    assert [(c.number, c.sentence) for c in citation_pairs(text)] == [(1, "One."), (2, "Two!"), (1, "item three")]
+    assert [(s.claim, s.numbers) for s in found] == [
+        ("One.", (1,)),
+        ("Two!", (2,)),
+        ("item three", (1,)),
+    ]
+    assert [(c.number, c.sentence) for c in citation_pairs(text)] == [
+        (1, "One."),
+        (2, "Two!"),
+        (1, "item three"),
+    ]
 
 
 def test_uncited_sentences_that_restate_a_source_get_its_citation() -> None:
-    sources = [(1, "Milvus stores vectors and supports HNSW indexes."), (2, "Bananas grow in the tropics.")]
+    sources = [
+        (1, "Milvus stores vectors and supports HNSW indexes."),
+        (2, "Bananas grow in the tropics."),
+    ]
     text = "Milvus supports HNSW indexes for vectors. Bananas grow in tropics! Something else entirely here. Ok."
     bound, added = bind_uncited(text, sources)
     assert bound == (
@@ -46,14 +57,23 @@ def test_uncited_sentences_that_restate_a_source_get_its_citation() -> None:
     )
     assert added == 2
     # a sentence whose own citation covers it keeps it as it is
-    assert bind_uncited("Milvus supports HNSW indexes [1].", sources) == ("Milvus supports HNSW indexes [1].", 0)
+    assert bind_uncited("Milvus supports HNSW indexes [1].", sources) == (
+        "Milvus supports HNSW indexes [1].",
+        0,
+    )
     # one that cites a source that does not state it also gets the one that does
-    assert bind_uncited("Milvus supports HNSW indexes [2].", sources) == ("Milvus supports HNSW indexes [2, 1].", 1)
+    assert bind_uncited("Milvus supports HNSW indexes [2].", sources) == (
+        "Milvus supports HNSW indexes [2, 1].",
+        1,
+    )
 
 
 def test_a_claim_joining_two_links_of_a_chain_cites_both() -> None:
     sources = [
-        (4, "Green is the fourth studio album by the English musician Steve Hillage, released in 1978."),
+        (
+            4,
+            "Green is the fourth studio album by the English musician Steve Hillage, released in 1978.",
+        ),
         (9, "Steve Hillage has long worked with his partner Miquette Giraudy."),
         (2, "Bananas grow in the tropics."),
     ]
@@ -84,7 +104,10 @@ def test_echoed_prompt_structure_is_stripped_from_a_reply() -> None:
     assert strip_echo(reply) == "Milvus is fast [1]."
     assert strip_echo(f"{WITHHELD} Milvus is fast [1].") == "Milvus is fast [1]."
     # a reply cut off inside a fence tag it was echoing (seen with the starter model)
-    assert strip_echo('The answer is: Iron Maiden [1]. <document id="1" title="') == "The answer is: Iron Maiden [1]."
+    assert (
+        strip_echo('The answer is: Iron Maiden [1]. <document id="1" title="')
+        == "The answer is: Iron Maiden [1]."
+    )
 
 
 def test_a_loop_within_a_sentence_is_said_once_and_tables_and_numbers_are_kept() -> None:
@@ -111,7 +134,10 @@ def test_repeated_sentences_and_a_cut_off_repeat_are_dropped() -> None:
         "Milvus is a scalable vector database [3]. It is designed to optimize performance.\n\n"
         "Milvus is a scalable vector database [3]. It is designed to optimize performance. Mil"
     )
-    assert strip_echo(reply) == "Milvus is a scalable vector database [3]. It is designed to optimize performance."
+    assert (
+        strip_echo(reply)
+        == "Milvus is a scalable vector database [3]. It is designed to optimize performance."
+    )
     keep = "- First point here is long enough.\n- Second point, also long enough.\n\n## Heading"
     assert strip_echo(keep) == keep
 
@@ -145,7 +171,9 @@ def test_the_citation_check_shows_each_source_once_cut_to_the_claims() -> None:
     # each cited source appears once, though source 1 backs two claims
     assert prompt.count('<document id="S1"') == 1 and prompt.count('<document id="S2"') == 1
     assert "Milvus was released by Zilliz in 2019." in prompt
-    assert len(prompt) < len(sources[1]) // 2  # cut to the sentences near its claims, not shown whole
+    assert (
+        len(prompt) < len(sources[1]) // 2
+    )  # cut to the sentences near its claims, not shown whole
     assert "Claim 1 (source S1): Milvus was released in 2019." in prompt
     assert "Claim 2 (source S2): Qdrant is written in Rust." in prompt
     assert "Claim 3 (source S1): Zilliz released Milvus." in prompt

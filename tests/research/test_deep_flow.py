@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from scripted import MILVUS_CHUNKS, Call, MemoryLibrary, ScriptedModel, collect, make_chunk, verdicts
+from scripted import (
+    MILVUS_CHUNKS,
+    Call,
+    MemoryLibrary,
+    ScriptedModel,
+    collect,
+    make_chunk,
+    verdicts,
+)
 
 from app.core.events import (
     ChunkJudged,
@@ -34,12 +42,16 @@ REPORT = (
     "It supports hybrid search with BM25 [2]. It is the fastest database ever [9]."
 )
 ALL_SUPPORTED = verdicts()
-NO_BRIDGES = {"bridge_queries": False}  # for tests of other steps that count searches and judgements
+NO_BRIDGES = {
+    "bridge_queries": False
+}  # for tests of other steps that count searches and judgements
 
 
 def script(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "decompose": {"sub_queries": ["Milvus vector database features", "other vector databases compared"]},
+        "decompose": {
+            "sub_queries": ["Milvus vector database features", "other vector databases compared"]
+        },
         "judge": {"relevant": [1, 2]},
         "reflect": {"done": True, "summary": "enough", "gap_queries": []},
         "citation_check": ALL_SUPPORTED,
@@ -55,7 +67,9 @@ def of(events: list[Any], kind: type) -> list[Any]:
 async def test_deep_run_searches_judges_and_writes_a_cited_report() -> None:
     model = ScriptedModel(script(), text=REPORT)
     library = MemoryLibrary(list(MILVUS_CHUNKS))
-    events = await collect(ResearchEngine(model, library).run(QUESTION, budget=Budget(max_rounds=3)))
+    events = await collect(
+        ResearchEngine(model, library).run(QUESTION, budget=Budget(max_rounds=3))
+    )
 
     assert isinstance(events[0], RunStarted) and events[0].question == QUESTION
     final = events[-1]
@@ -109,7 +123,9 @@ async def test_deep_run_searches_judges_and_writes_a_cited_report() -> None:
 async def test_early_stop_when_the_model_judges_the_evidence_sufficient() -> None:
     model = ScriptedModel(script(), text=REPORT)
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=Budget(max_rounds=5))
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            QUESTION, budget=Budget(max_rounds=5)
+        )
     )
     assert len(of(events, RoundStarted)) == 1
     assert of(events, Reflected)[0].done
@@ -136,7 +152,11 @@ async def test_gap_queries_are_new_capped_at_three_and_not_repeats() -> None:
     engine = ResearchEngine(model, library)
     events = await collect(engine.run(QUESTION, budget=Budget(max_rounds=3), options=NO_BRIDGES))
     round2 = [p for p in of(events, SubQueryPlanned) if p.round_no == 2]
-    assert [p.text for p in round2] == ["Milvus index types", "Milvus scaling limits", "Milvus licence"]
+    assert [p.text for p in round2] == [
+        "Milvus index types",
+        "Milvus scaling limits",
+        "Milvus licence",
+    ]
     assert {p.origin for p in round2} == {"gap"}
     assert len(library.search_calls) == 2
     assert events[-1].stop_reason == "completed"
@@ -144,12 +164,16 @@ async def test_gap_queries_are_new_capped_at_three_and_not_repeats() -> None:
 
 async def test_malformed_replies_degrade_to_defaults_and_never_crash() -> None:
     # no scripted structured replies at all: every structured call fails validation
-    model = ScriptedModel({}, text="Milvus is a vector database built for similarity search at scale.")
+    model = ScriptedModel(
+        {}, text="Milvus is a vector database built for similarity search at scale."
+    )
     library = MemoryLibrary(list(MILVUS_CHUNKS))
     events = await collect(ResearchEngine(model, library).run(QUESTION, options=NO_BRIDGES))
     final = events[-1]
     assert isinstance(final, Finished), final
-    assert library.search_calls[0][0] == [QUESTION]  # decomposition failed: search the question itself
+    assert library.search_calls[0][0] == [
+        QUESTION
+    ]  # decomposition failed: search the question itself
     warnings = [n for n in of(events, Notice) if n.level == "warning"]
     assert any("decompose" in n.message for n in warnings)
     # the judge said nothing usable: the top hits are kept (ranked), not all thrown away
@@ -159,7 +183,10 @@ async def test_malformed_replies_degrade_to_defaults_and_never_crash() -> None:
     # an uncited sentence that restates a source is bound to it
     c1 = next(e.number for e in final.report.evidence if e.chunk_id == "c1")
     assert f"at scale [{c1}]." in final.report.markdown
-    assert final.report.citations[0].sentence == "Milvus is a vector database built for similarity search at scale."
+    assert (
+        final.report.citations[0].sentence
+        == "Milvus is a vector database built for similarity search at scale."
+    )
 
 
 async def test_judge_keeps_ranked_order_and_ignores_out_of_range_indices() -> None:
@@ -173,8 +200,13 @@ async def test_judge_keeps_ranked_order_and_ignores_out_of_range_indices() -> No
 
 
 async def test_routing_by_description_only_when_there_are_several_collections() -> None:
-    chunks = [*MILVUS_CHUNKS, make_chunk("f1", "Bananas grow on plants in the tropics.", collection="fruit")]
-    library = MemoryLibrary(chunks, descriptions={"docs": "vector database manuals", "fruit": "fruit facts"})
+    chunks = [
+        *MILVUS_CHUNKS,
+        make_chunk("f1", "Bananas grow on plants in the tropics.", collection="fruit"),
+    ]
+    library = MemoryLibrary(
+        chunks, descriptions={"docs": "vector database manuals", "fruit": "fruit facts"}
+    )
     routes = {"routes": [{"query": 1, "collections": [1]}, {"query": 2, "collections": [2]}]}
     model = ScriptedModel(script(route=routes), text=REPORT)
     events = await collect(ResearchEngine(model, library).run(QUESTION))
@@ -196,20 +228,31 @@ async def test_quick_mode_searches_once_and_answers() -> None:
     final = events[-1]
     assert isinstance(final, Finished) and final.stop_reason == "completed"
     assert library.search_calls == [([QUESTION], None)]
-    assert [c.task for c in model.calls] == ["findings", "text"]  # the check's model vote not needed
+    assert [c.task for c in model.calls] == [
+        "findings",
+        "text",
+    ]  # the check's model vote not needed
     assert len(final.report.evidence) == len(of(events, SearchFinished)[0].hits)
 
 
 async def test_a_reply_that_loops_within_a_sentence_is_cut_and_said_once() -> None:
     # the starter model was seen writing "… 2.4.10.3.3.1.0.0.0.0…" until its token limit
-    looping = "Milvus is an open-source vector database [1]. It is the same, " + "the same, " * 300 + "end."
+    looping = (
+        "Milvus is an open-source vector database [1]. It is the same, "
+        + "the same, " * 300
+        + "end."
+    )
     model = ScriptedModel({"citation_check": ALL_SUPPORTED}, text=looping)
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick"))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick")
+    )
     final = events[-1]
     assert isinstance(final, Finished), final
     streamed = "".join(e.text for e in of(events, ReportDelta)).split("###")[0]  # before the quotes
     assert len(streamed) < 300, streamed  # cut while it looped, not paid for to the end
-    assert "The model started repeating itself; its reply was cut there." in [n.message for n in of(events, Notice)]
+    assert "The model started repeating itself; its reply was cut there." in [
+        n.message for n in of(events, Notice)
+    ]
     assert "It is the same,…" in final.report.markdown, final.report.markdown
     assert "the same, the same, the same" not in final.report.markdown
 
@@ -217,7 +260,9 @@ async def test_a_reply_that_loops_within_a_sentence_is_cut_and_said_once() -> No
 async def test_unknown_mode_and_empty_question_fail_with_a_sentence() -> None:
     engine = ResearchEngine(ScriptedModel(script()), MemoryLibrary(list(MILVUS_CHUNKS)))
     events = await collect(engine.run(QUESTION, mode="nonsense"))
-    assert isinstance(events[-1], Failed) and "Unknown research mode 'nonsense'" in events[-1].message
+    assert (
+        isinstance(events[-1], Failed) and "Unknown research mode 'nonsense'" in events[-1].message
+    )
     events = await collect(engine.run("   "))
     assert isinstance(events[-1], Failed) and "question is empty" in events[-1].message
 
@@ -257,7 +302,13 @@ async def test_an_instruction_planted_in_a_document_does_not_steer_the_run() -> 
         return "HACKED" if obeys_injection(messages) else "Milvus is a vector database [1]."
 
     model = ScriptedModel(
-        {"decompose": decompose, "reflect": reflect, "judge": judge, "citation_check": ALL_SUPPORTED}, text=write
+        {
+            "decompose": decompose,
+            "reflect": reflect,
+            "judge": judge,
+            "citation_check": ALL_SUPPORTED,
+        },
+        text=write,
     )
     events = await collect(ResearchEngine(model, library).run(QUESTION))
     final = events[-1]
@@ -306,7 +357,9 @@ async def test_the_research_models_vote_flags_only_a_weakly_supported_sentence()
     checked = [e.citation for e in of(events, CitationChecked)]
     assert [c.supported for c in checked] == [True, False]
     assert checked[1].note == "the research model finds its source does not say this"
-    asked = model.calls_for("citation_check")  # about the weak sentence only: a vote cannot change the other
+    asked = model.calls_for(
+        "citation_check"
+    )  # about the weak sentence only: a vote cannot change the other
     assert len(asked) == 1 and "rival engines" in asked[0].prompt
     assert "Claim 2" not in asked[0].prompt
 
@@ -315,7 +368,9 @@ async def test_a_model_too_small_to_judge_is_not_asked_and_the_header_says_so() 
     text = "Milvus scales to billions of vectors [1]. Milvus is an open-source vector database made by Oracle [2]."
     model = ScriptedModel(script(), text=text)
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options={"model_votes": False})
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            QUESTION, options={"model_votes": False}
+        )
     )
     assert not model.calls_for("citation_check")
     report = events[-1].report
@@ -325,7 +380,11 @@ async def test_a_model_too_small_to_judge_is_not_asked_and_the_header_says_so() 
 
 async def test_each_chunk_is_judged_once_per_run() -> None:
     reflections = [
-        {"done": False, "summary": "", "gap_queries": ["Milvus hybrid search BM25", "Milvus index types"]},
+        {
+            "done": False,
+            "summary": "",
+            "gap_queries": ["Milvus hybrid search BM25", "Milvus index types"],
+        },
         {"done": True, "summary": "", "gap_queries": []},
     ]
     model = ScriptedModel(script(reflect=reflections, judge={"relevant": [1]}), text=REPORT)
@@ -336,7 +395,9 @@ async def test_each_chunk_is_judged_once_per_run() -> None:
     assert len(shown) == len(set(shown))  # no chunk went to the judge twice
     judged = of(events, ChunkJudged)
     hits = [(e.node_id, h.chunk.chunk_id) for e in of(events, SearchFinished) for h in e.hits]
-    assert sorted((j.node_id, j.chunk_id) for j in judged) == sorted(hits)  # yet every hit shows a verdict
+    assert sorted((j.node_id, j.chunk_id) for j in judged) == sorted(
+        hits
+    )  # yet every hit shows a verdict
     assert any(j.reason == "judged earlier in this run" for j in judged)
 
 
@@ -345,7 +406,10 @@ def test_the_judge_sees_each_long_passage_cut_to_its_sentences_nearest_the_queri
         "Bananas grow in tropical climates. Milvus supports BM25 full text search. "
         "Potassium is a mineral. Milvus also builds HNSW indexes."
     )
-    assert focused(text, "Does Milvus support BM25 search?", 45) == "Milvus supports BM25 full text search."
+    assert (
+        focused(text, "Does Milvus support BM25 search?", 45)
+        == "Milvus supports BM25 full text search."
+    )
     assert (
         focused(text, "Milvus BM25 HNSW", 90)
         == "Milvus supports BM25 full text search. … Milvus also builds HNSW indexes."
@@ -353,13 +417,20 @@ def test_the_judge_sees_each_long_passage_cut_to_its_sentences_nearest_the_queri
     assert focused("Short passage.", "anything", 45) == "Short passage."
 
 
-def test_evidence_snippets_spread_over_sub_queries_and_keep_the_sentence_each_one_asked_for() -> None:
+def test_evidence_snippets_spread_over_sub_queries_and_keep_the_sentence_each_one_asked_for() -> (
+    None
+):
     filler = "Bananas grow in tropical climates and are rich in potassium. " * 6
     registry = EvidenceRegistry()
-    registry.add(make_chunk("a1", filler + "Milvus was created by Zilliz in 2019."), "Milvus creator")
+    registry.add(
+        make_chunk("a1", filler + "Milvus was created by Zilliz in 2019."), "Milvus creator"
+    )
     registry.add(make_chunk("a2", filler + "Milvus supports HNSW."), "Milvus creator")
     registry.add(make_chunk("a3", filler + "Milvus supports IVF."), "Milvus creator")
-    registry.add(make_chunk("b1", filler + "Zilliz is based in Redwood City."), "Zilliz headquarters location")
+    registry.add(
+        make_chunk("b1", filler + "Zilliz is based in Redwood City."),
+        "Zilliz headquarters location",
+    )
     assert registry.spread(2) == [1, 4]  # each sub-query's best before any one's second
     assert registry.spread(3) == [1, 2, 4]
     view = SourceView(max_sources=2, chars=80, focus=True)
@@ -367,5 +438,7 @@ def test_evidence_snippets_spread_over_sub_queries_and_keep_the_sentence_each_on
     assert [number for number, _, _ in shown] == [1, 4]
     assert shown[0][2] == "Milvus was created by Zilliz in 2019."
     assert shown[1][2] == "Zilliz is based in Redwood City."
-    whole = evidence_excerpts("anything", registry, SourceView(max_sources=1, chars=80, focus=False))
+    whole = evidence_excerpts(
+        "anything", registry, SourceView(max_sources=1, chars=80, focus=False)
+    )
     assert whole[0][2] == registry.text(1)  # without focus the text is left for the fence to clip

@@ -65,7 +65,11 @@ def run_ask(argv: list[str]) -> int:
     ("collections", "argv", "said"),
     [
         ((), [], "The library is empty."),
-        ((EMPTY, FULL), ["--collection", "empty"], "The collection empty has no indexed documents yet."),
+        (
+            (EMPTY, FULL),
+            ["--collection", "empty"],
+            "The collection empty has no indexed documents yet.",
+        ),
     ],
 )
 def test_ask_refuses_an_empty_scope_before_loading_a_model(

@@ -37,14 +37,25 @@ def endless_gaps() -> Any:
 
     def reflect(messages: Any, schema: Any) -> Any:
         n = next(counter)
-        return {"done": False, "summary": "more", "gap_queries": [f"Milvus topic {n} alpha", f"Milvus topic {n} beta"]}
+        return {
+            "done": False,
+            "summary": "more",
+            "gap_queries": [f"Milvus topic {n} alpha", f"Milvus topic {n} beta"],
+        }
 
     return reflect
 
 
 def script(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "decompose": {"sub_queries": ["Milvus features", "vector database comparison", "Milvus scale", "Milvus index"]},
+        "decompose": {
+            "sub_queries": [
+                "Milvus features",
+                "vector database comparison",
+                "Milvus scale",
+                "Milvus index",
+            ]
+        },
         "judge": {"relevant": [1]},
         "reflect": endless_gaps(),
         "citation_check": SUPPORTED,
@@ -67,7 +78,9 @@ def store() -> RunStore:
 async def test_max_rounds_stops_after_that_many_rounds_and_still_reports() -> None:
     model = ScriptedModel(script(), text=REPORT)
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=Budget(max_rounds=2))
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            QUESTION, budget=Budget(max_rounds=2)
+        )
     )
     final = events[-1]
     assert isinstance(final, Finished) and final.stop_reason == "max_rounds"
@@ -75,16 +88,22 @@ async def test_max_rounds_stops_after_that_many_rounds_and_still_reports() -> No
     # round 1's reflection wrote the gap queries round 2 searched; after the last round
     # there is no reflection (its gap queries could never run), as in DeepSearcher
     assert len(model.calls_for("reflect")) == 1
-    round_two = [s.text for s in of(events, SubQueryPlanned) if s.round_no == 2 and s.origin == "gap"]
+    round_two = [
+        s.text for s in of(events, SubQueryPlanned) if s.round_no == 2 and s.origin == "gap"
+    ]
     assert round_two == ["Milvus topic 1 alpha", "Milvus topic 1 beta"]
     assert final.report.markdown.startswith("Milvus is")
     assert any("max_rounds" in q for q in final.report.open_questions)
 
 
 async def test_max_subqueries_caps_each_round() -> None:
-    model = ScriptedModel(script(reflect={"done": True, "summary": "", "gap_queries": []}), text=REPORT)
+    model = ScriptedModel(
+        script(reflect={"done": True, "summary": "", "gap_queries": []}), text=REPORT
+    )
     library = MemoryLibrary(list(MILVUS_CHUNKS))
-    events = await collect(ResearchEngine(model, library).run(QUESTION, budget=Budget(max_subqueries=2)))
+    events = await collect(
+        ResearchEngine(model, library).run(QUESTION, budget=Budget(max_subqueries=2))
+    )
     planned = of(events, SubQueryPlanned)
     assert [p.text for p in planned if p.origin != "bridge"] == [QUESTION, "Milvus features"]
     assert len([p for p in planned if p.origin == "bridge"]) <= 2  # the bridge hop has the same cap
@@ -97,7 +116,9 @@ async def test_max_search_calls_searches_only_what_is_left_then_stops() -> None:
     library = MemoryLibrary(list(MILVUS_CHUNKS))
     events = await collect(
         ResearchEngine(model, library).run(
-            QUESTION, budget=Budget(max_subqueries=4, max_search_calls=6), options={"bridge_queries": False}
+            QUESTION,
+            budget=Budget(max_subqueries=4, max_search_calls=6),
+            options={"bridge_queries": False},
         )
     )
     final = events[-1]
@@ -112,7 +133,9 @@ async def test_max_search_calls_truncates_a_round() -> None:
     model = ScriptedModel(script(), text=REPORT)
     library = MemoryLibrary(list(MILVUS_CHUNKS))
     events = await collect(
-        ResearchEngine(model, library).run(QUESTION, budget=Budget(max_subqueries=4, max_search_calls=3))
+        ResearchEngine(model, library).run(
+            QUESTION, budget=Budget(max_subqueries=4, max_search_calls=3)
+        )
     )
     assert events[-1].stop_reason == "max_search_calls"
     assert sum(len(q) for q, _ in library.search_calls) == 3
@@ -120,12 +143,18 @@ async def test_max_search_calls_truncates_a_round() -> None:
 
 
 async def test_max_tokens_stops_before_the_next_call() -> None:
-    model = ScriptedModel(script(), text=REPORT, prompt_tokens=100, completion_tokens=20)  # 120 per call
+    model = ScriptedModel(
+        script(), text=REPORT, prompt_tokens=100, completion_tokens=20
+    )  # 120 per call
     budget = Budget(max_tokens=300, max_concurrent_calls=1)
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=budget))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=budget)
+    )
     final = events[-1]
     assert isinstance(final, Finished) and final.stop_reason == "max_tokens"
-    research_calls = [c for c in model.calls if c.task not in ("findings", "text", "citation_check")]
+    research_calls = [
+        c for c in model.calls if c.task not in ("findings", "text", "citation_check")
+    ]
     assert len(research_calls) == 3  # 120, 240, 360 >= 300: no fourth research call
     assert [c.task for c in research_calls][:2] == ["decompose", "judge"]
     assert final.report.markdown.startswith("Milvus is")  # the report is still written
@@ -135,7 +164,9 @@ async def test_max_seconds_stops_a_slow_run_within_its_budget() -> None:
     model = delayed(ScriptedModel(script(), text=REPORT), 0.15)
     budget = Budget(max_seconds=1.0, max_rounds=50)
     start = time.monotonic()
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=budget))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=budget)
+    )
     took = time.monotonic() - start
     final = events[-1]
     assert isinstance(final, Finished) and final.stop_reason == "max_seconds"
@@ -147,7 +178,9 @@ async def test_max_seconds_cuts_a_hanging_model_call() -> None:
     model = ScriptedModel(script(judge=BLOCK), text=REPORT)
     start = time.monotonic()
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=Budget(max_seconds=0.5))
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            QUESTION, budget=Budget(max_seconds=0.5)
+        )
     )
     assert events[-1].stop_reason == "max_seconds"
     assert time.monotonic() - start < 1.5
@@ -181,7 +214,9 @@ async def test_stop_ends_the_run_within_a_second_and_keeps_the_evidence() -> Non
     assert "stopped before it finished" in final.report.markdown
     summary = runs.get_run("run-stop")
     assert summary is not None and summary.status == "cancelled"
-    assert [e.chunk_id for e in runs.load_evidence("run-stop")] == [e.chunk_id for e in final.report.evidence]
+    assert [e.chunk_id for e in runs.load_evidence("run-stop")] == [
+        e.chunk_id for e in final.report.evidence
+    ]
     assert engine.active_runs == []
 
 
@@ -229,11 +264,15 @@ async def test_cancelling_the_consumer_task_keeps_the_evidence() -> None:
 
 
 async def test_a_model_failure_mid_run_ends_with_failed_and_keeps_the_evidence() -> None:
-    outage = ModelUnavailable("The model server at 127.0.0.1:11434 stopped answering.", "Start Ollama again.")
+    outage = ModelUnavailable(
+        "The model server at 127.0.0.1:11434 stopped answering.", "Start Ollama again."
+    )
     gaps = {"done": False, "summary": "", "gap_queries": ["Milvus hybrid search"]}
     model = ScriptedModel(script(judge={"relevant": [1, 2]}, reflect=[gaps, outage]), text=REPORT)
     runs = store()
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION, run_id="f1"))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION, run_id="f1")
+    )
     final = events[-1]
     assert isinstance(final, Failed)
     assert "stopped answering" in final.message and "Start Ollama again." in final.message
@@ -241,7 +280,11 @@ async def test_a_model_failure_mid_run_ends_with_failed_and_keeps_the_evidence()
     found = of(events, EvidenceAdded)
     assert found
     summary = runs.get_run("f1")
-    assert summary is not None and summary.status == "failed" and "stopped answering" in summary.message
+    assert (
+        summary is not None
+        and summary.status == "failed"
+        and "stopped answering" in summary.message
+    )
     assert [e.chunk_id for e in runs.load_evidence("f1")] == [e.evidence.chunk_id for e in found]
 
 
@@ -262,10 +305,16 @@ async def test_a_store_failure_mid_run_ends_with_failed_and_keeps_the_evidence()
 
 
 async def test_a_reply_that_fails_its_format_still_counts_its_tokens() -> None:
-    failed = StructuredOutputError("bad reply", usage=Usage(400, 80, 0.0, "scripted", 2))  # reply + repair
-    model = ScriptedModel(script(decompose=failed), text=REPORT, prompt_tokens=100, completion_tokens=20)
+    failed = StructuredOutputError(
+        "bad reply", usage=Usage(400, 80, 0.0, "scripted", 2)
+    )  # reply + repair
+    model = ScriptedModel(
+        script(decompose=failed), text=REPORT, prompt_tokens=100, completion_tokens=20
+    )
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, budget=Budget(max_rounds=1))
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(
+            QUESTION, budget=Budget(max_rounds=1)
+        )
     )
     final = events[-1]
     assert isinstance(final, Finished)
@@ -274,9 +323,13 @@ async def test_a_reply_that_fails_its_format_still_counts_its_tokens() -> None:
 
 
 async def test_a_reply_of_the_wrong_shape_is_ignored() -> None:
-    model = ScriptedModel(script(decompose=lambda m, s: {"sub_queries": 42}, judge="nonsense"), text=REPORT)
+    model = ScriptedModel(
+        script(decompose=lambda m, s: {"sub_queries": 42}, judge="nonsense"), text=REPORT
+    )
     library = MemoryLibrary(list(MILVUS_CHUNKS))
-    events = await collect(ResearchEngine(model, library).run(QUESTION, budget=Budget(max_rounds=1)))
+    events = await collect(
+        ResearchEngine(model, library).run(QUESTION, budget=Budget(max_rounds=1))
+    )
     assert isinstance(events[-1], Finished)
     assert library.search_calls[0][0] == [QUESTION]
     assert events[-1].report.evidence
@@ -286,7 +339,9 @@ async def test_an_unexpected_error_fails_the_run_with_a_sentence() -> None:
     model = ScriptedModel(script(judge=RuntimeError("boom")), text=REPORT)
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
     assert isinstance(events[-1], Failed)
-    assert events[-1].message.startswith("The research run failed unexpectedly (RuntimeError: boom).")
+    assert events[-1].message.startswith(
+        "The research run failed unexpectedly (RuntimeError: boom)."
+    )
 
 
 # -- persistence and replay ------------------------------------------------------------
@@ -325,7 +380,9 @@ async def test_replaying_a_persisted_run_rebuilds_the_same_tree() -> None:
 
 async def test_a_report_that_loops_is_cut_and_its_tokens_still_counted() -> None:
     loop = "Milvus is an open-source vector database built for similarity search [1].\n" * 40
-    model = ScriptedModel(script(reflect={"done": True, "summary": "", "gap_queries": []}), text=loop)
+    model = ScriptedModel(
+        script(reflect={"done": True, "summary": "", "gap_queries": []}), text=loop
+    )
     events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION))
     final = events[-1]
     assert isinstance(final, Finished)
@@ -336,9 +393,13 @@ async def test_a_report_that_loops_is_cut_and_its_tokens_still_counted() -> None
 
 
 async def test_one_subquery_per_round_searches_the_question_without_decomposing() -> None:
-    model = ScriptedModel(script(reflect={"done": True, "summary": "", "gap_queries": []}), text=REPORT)
+    model = ScriptedModel(
+        script(reflect={"done": True, "summary": "", "gap_queries": []}), text=REPORT
+    )
     library = MemoryLibrary(list(MILVUS_CHUNKS))
     engine = ResearchEngine(model, library)
-    await collect(engine.run(QUESTION, budget=Budget(max_subqueries=1), options={"bridge_queries": False}))
+    await collect(
+        engine.run(QUESTION, budget=Budget(max_subqueries=1), options={"bridge_queries": False})
+    )
     assert model.calls_for("decompose") == []
     assert library.search_calls == [([QUESTION], None)]

@@ -35,7 +35,9 @@ async def test_the_answer_rests_on_picked_passages_quoted_under_the_report() -> 
 
     script = {**base_script(findings), "short_answer": {"answer": "a vector database"}}
     model = ScriptedModel(script, text="Milvus is a vector database [2].")
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS)
+    )
     final = events[-1]
     assert isinstance(final, Finished)
     writer = [c for c in model.calls if c.kind != "structured"][-1].messages[-1]["content"]
@@ -58,7 +60,9 @@ async def test_the_answer_rests_on_picked_passages_quoted_under_the_report() -> 
 async def test_an_unusable_findings_reply_falls_back_to_the_passages() -> None:
     script = {**base_script({"sources": []}), "short_answer": {"answer": "a database"}}
     model = ScriptedModel(script, text="Milvus is a vector database [1].")
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, options=OPTIONS)
+    )
     final = events[-1]
     assert isinstance(final, Finished)
     writer = [c for c in model.calls if c.kind != "structured"][-1].messages[-1]["content"]
@@ -69,20 +73,32 @@ async def test_an_unusable_findings_reply_falls_back_to_the_passages() -> None:
 
 async def test_a_picked_passage_nothing_ties_to_the_answer_is_consulted_not_quoted() -> None:
     chunks = [
-        make_chunk("milvus", "Milvus is an open-source vector database built for similarity search at scale."),
-        make_chunk("generic", "A vector database stores embeddings and answers similarity search queries."),
+        make_chunk(
+            "milvus",
+            "Milvus is an open-source vector database built for similarity search at scale.",
+        ),
+        make_chunk(
+            "generic", "A vector database stores embeddings and answers similarity search queries."
+        ),
     ]
     script = {**base_script({"sources": [1, 2]}), "judge": {"relevant": [1, 2]}}
     script["short_answer"] = {"answer": "an open-source vector database"}
     model = ScriptedModel(script, text="It is a database for similarity search.")
-    events = await collect(ResearchEngine(model, MemoryLibrary(chunks)).run(QUESTION, options=OPTIONS))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(chunks)).run(QUESTION, options=OPTIONS)
+    )
     final = events[-1]
     assert isinstance(final, Finished), final
     body = final.report.markdown.split("## Sources")[0]
     quotes = [line for line in body.splitlines() if line.startswith("> “")]
-    assert len(quotes) == 1 and "Milvus is an open-source" in quotes[0]  # it names what the question asks about
+    assert (
+        len(quotes) == 1 and "Milvus is an open-source" in quotes[0]
+    )  # it names what the question asks about
     by_chunk = {e.chunk_id: e.number for e in final.report.evidence}
-    assert set(by_chunk) == {"milvus", "generic"}  # the other is kept as evidence, listed under no citation
+    assert set(by_chunk) == {
+        "milvus",
+        "generic",
+    }  # the other is kept as evidence, listed under no citation
     assert f"[{by_chunk['generic']}]" not in final.report.markdown
     assert any(isinstance(e, Notice) and "Quoted 1 of the 2" in e.message for e in events)
     # the short answer read both picks, as the writer did

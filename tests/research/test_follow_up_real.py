@@ -55,12 +55,20 @@ OPTIONS = {"report_max_tokens": 160, "prompt_chars": 3000}
 
 @pytest.fixture(scope="module")
 def corpus(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
-    paths, files, finished = ingest_paragraphs(shared_data, tmp_path_factory.mktemp("follow-up-real"))
-    assert isinstance(finished, IngestFinished) and finished.failed == 0 and finished.indexed == len(files)
+    paths, files, finished = ingest_paragraphs(
+        shared_data, tmp_path_factory.mktemp("follow-up-real")
+    )
+    assert (
+        isinstance(finished, IngestFinished)
+        and finished.failed == 0
+        and finished.indexed == len(files)
+    )
     return paths
 
 
-async def test_a_follow_up_that_needs_the_first_answer(corpus: AppPaths, starter_llm: LlamaCppModel) -> None:
+async def test_a_follow_up_that_needs_the_first_answer(
+    corpus: AppPaths, starter_llm: LlamaCppModel
+) -> None:
     library = Library.open(Settings(), corpus)
     runs = RunStore.open(corpus)
     try:
@@ -73,7 +81,9 @@ async def test_a_follow_up_that_needs_the_first_answer(corpus: AppPaths, starter
         prior = load_prior(runs, done.run_id)
         recording = RecordingModel(starter_llm)
         engine = ResearchEngine(recording, library, runs)  # type: ignore[arg-type]
-        second = [e async for e in engine.run(FOLLOW_UP, budget=BUDGET, options=OPTIONS, follow_up=prior)]
+        second = [
+            e async for e in engine.run(FOLLOW_UP, budget=BUDGET, options=OPTIONS, follow_up=prior)
+        ]
         final = second[-1]
         assert isinstance(final, Finished), final
         assert isinstance(second[0], RunStarted) and second[0].follows == done.run_id
@@ -91,7 +101,9 @@ async def test_a_follow_up_that_needs_the_first_answer(corpus: AppPaths, starter
         after = {e.number: e.chunk_id for e in final.report.evidence}
         assert {n: after[n] for n in before} == before
         # the report's findings step reads the documents (the writer then reads its quotes)
-        writer = next(p for p in reversed(recording.prompts) if "You read documents" in p[0]["content"])
+        writer = next(
+            p for p in reversed(recording.prompts) if "You read documents" in p[0]["content"]
+        )
         offered = {f[0] for f in fences(writer)}
         assert {str(n) for n in before} & offered, offered
         assert "earlier answer 1" in offered
@@ -100,7 +112,9 @@ async def test_a_follow_up_that_needs_the_first_answer(corpus: AppPaths, starter
         # its searches are new: none repeats the first run's, and the rule-written ones
         # (the band's name from the first answer) are among them
         searched = [e.text for e in second if isinstance(e, SubQueryPlanned)]
-        earlier_searches = {normalise_query(e.text) for e in first if isinstance(e, SubQueryPlanned)}
+        earlier_searches = {
+            normalise_query(e.text) for e in first if isinstance(e, SubQueryPlanned)
+        }
         assert not {normalise_query(t) for t in searched} & earlier_searches, searched
         named = follow_up_queries(FOLLOW_UP, prior)
         assert named and set(named[:2]) <= set(searched), (named, searched)
@@ -111,7 +125,9 @@ async def test_a_follow_up_that_needs_the_first_answer(corpus: AppPaths, starter
         # the thread reopens whole: one entry, both runs' events, one tree, one report
         (thread,) = [t for t in runs.list_threads() if t.thread_id == done.run_id]
         assert thread.run_id == final.run_id and thread.follow_ups == 1
-        stored = [runs.read_events(r.run_id).replay_events() for r in runs.thread_runs(final.run_id)]
+        stored = [
+            runs.read_events(r.run_id).replay_events() for r in runs.thread_runs(final.run_id)
+        ]
         assert [s[0].run_id for s in stored] == [done.run_id, final.run_id]
         tree = build_tree([e for events in stored for e in events])
         assert tree.label == FIRST and tree.children[-1].label == f"Follow-up: {FOLLOW_UP}"

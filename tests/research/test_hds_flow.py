@@ -12,7 +12,10 @@ from app.core.models import Budget
 from app.research.engine import ResearchEngine
 
 QUESTION = "Where is the company that makes Milvus based?"
-CHUNKS = [*MILVUS_CHUNKS, make_chunk("z1", "Zilliz, the company behind Milvus, is based in Redwood City.")]
+CHUNKS = [
+    *MILVUS_CHUNKS,
+    make_chunk("z1", "Zilliz, the company behind Milvus, is based in Redwood City."),
+]
 REPORT = "Zilliz, the company behind Milvus, is based in Redwood City [1]."
 
 
@@ -24,14 +27,18 @@ def of(events: list[Any], kind: type) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 
 
-async def run(model: ScriptedModel, budget: Budget, library: MemoryLibrary | None = None) -> list[Any]:
+async def run(
+    model: ScriptedModel, budget: Budget, library: MemoryLibrary | None = None
+) -> list[Any]:
     library = library or MemoryLibrary(list(CHUNKS))
     return await collect(ResearchEngine(model, library).run(QUESTION, mode="hds", budget=budget))
 
 
 async def test_protocol_turns_search_log_and_answer() -> None:
     turns = [
-        "<think>who makes it?</think>" + q("Milvus company", "milvus COMPANY") + "\n<|begin search results|>made up",
+        "<think>who makes it?</think>"
+        + q("Milvus company", "milvus COMPANY")
+        + "\n<|begin search results|>made up",
         q("Zilliz location"),
         "<think>found it</think> The company is based there. \\boxed{Redwood City}",
         REPORT,
@@ -44,9 +51,17 @@ async def test_protocol_turns_search_log_and_answer() -> None:
     assert final.stop_reason == "completed"
     assert final.report.answer == "Redwood City"
     # the question is searched before turn 1; each turn's de-duplicated queries in one library call
-    assert [c[0] for c in library.search_calls] == [[QUESTION], ["Milvus company"], ["Zilliz location"]]
+    assert [c[0] for c in library.search_calls] == [
+        [QUESTION],
+        ["Milvus company"],
+        ["Zilliz location"],
+    ]
     origins = [(p.text, p.origin) for p in of(events, SubQueryPlanned)]
-    assert origins == [(QUESTION, "original"), ("Milvus company", "hds"), ("Zilliz location", "hds")]
+    assert origins == [
+        (QUESTION, "original"),
+        ("Milvus company", "hds"),
+        ("Zilliz location", "hds"),
+    ]
     # turn 2's prompt is the rolling log: turn 1's queries and one labelled results block
     turn1 = model.calls[0].prompt
     assert f'Results for "{QUESTION}":' in turn1 and '<document id="1" title=' in turn1
@@ -54,7 +69,9 @@ async def test_protocol_turns_search_log_and_answer() -> None:
     assert 'Results for "Milvus company":' in turn2 and turn2.count("<|begin search results|>") == 2
     assert "made up" not in turn2 and "who makes it?" not in turn2
     turn3 = model.calls[2].prompt
-    assert 'Results for "Zilliz location":' in turn3 and turn3.count("<|begin search results|>") == 3
+    assert (
+        'Results for "Zilliz location":' in turn3 and turn3.count("<|begin search results|>") == 3
+    )
     assert [r.text for r in of(events, ReasoningDelta)][:2] == ["who makes it?", "found it"]
     # every hit the model saw is numbered evidence; the report cites it
     z1 = next(e for e in final.report.evidence if e.chunk_id == "z1")
@@ -63,7 +80,9 @@ async def test_protocol_turns_search_log_and_answer() -> None:
 
 
 async def test_queries_are_capped_by_the_parallel_limit() -> None:
-    model = ScriptedModel({}, text=[q("a1 Milvus", "a2 Milvus", "a3 Milvus", "a4 Milvus"), "\\boxed{x}", REPORT])
+    model = ScriptedModel(
+        {}, text=[q("a1 Milvus", "a2 Milvus", "a3 Milvus", "a4 Milvus"), "\\boxed{x}", REPORT]
+    )
     library = MemoryLibrary(list(CHUNKS))
     events = await run(model, Budget(max_subqueries=2), library)
     assert library.search_calls[1][0] == ["a1 Milvus", "a2 Milvus"]
@@ -71,7 +90,11 @@ async def test_queries_are_capped_by_the_parallel_limit() -> None:
 
 
 async def test_search_budget_exhaustion_forces_a_final_answer() -> None:
-    turns = [q("Milvus company", "Zilliz office", "Milvus founders"), "\\boxed{Redwood City}", REPORT]
+    turns = [
+        q("Milvus company", "Zilliz office", "Milvus founders"),
+        "\\boxed{Redwood City}",
+        REPORT,
+    ]
     model = ScriptedModel({}, text=turns)
     library = MemoryLibrary(list(CHUNKS))
     events = await run(model, Budget(max_search_calls=2, max_rounds=5), library)

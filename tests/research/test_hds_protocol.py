@@ -41,7 +41,11 @@ def test_duplicates_are_removed_against_each_other_and_earlier_turns() -> None:
 
 
 def test_queries_are_capped_by_parallel_limit_and_remaining_calls() -> None:
-    assert select_queries(["a", "b", "c", "d"], max_parallel=3, remaining_calls=10).queries == ("a", "b", "c")
+    assert select_queries(["a", "b", "c", "d"], max_parallel=3, remaining_calls=10).queries == (
+        "a",
+        "b",
+        "c",
+    )
     capped = select_queries(["a", "b", "c", "d"], max_parallel=3, remaining_calls=2)
     assert capped.queries == ("a", "b")
     assert capped.over_cap == 2
@@ -76,7 +80,14 @@ def test_think_is_split_from_the_visible_text() -> None:
 
 
 def test_results_block_labels_each_query_and_fences_each_hit_under_its_number() -> None:
-    chunk = Chunk(chunk_id="c1", doc_id="d", collection="k", path="/x/a.md", text="Milvus   is\na database.", title="A")
+    chunk = Chunk(
+        chunk_id="c1",
+        doc_id="d",
+        collection="k",
+        path="/x/a.md",
+        text="Milvus   is\na database.",
+        title="A",
+    )
     block = results_block([("what is milvus", [(3, Hit(chunk=chunk, score=1.0))]), ("nothing", [])])
     lines = block.splitlines()
     assert lines[0] == BEGIN_RESULTS and lines[-1] == END_RESULTS

@@ -41,14 +41,20 @@ def main(argv: list[str]) -> int:
 async def record(run_id: str, script: dict) -> Finished | Failed:
     runs = RunStore.open(app_paths())
     model = ScriptedModel(script, text="Milvus is an open-source vector database [1].")
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION, run_id=run_id))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION, run_id=run_id)
+    )
     runs.close()
     return events[-1]
 
 
-async def test_history_lists_runs_and_show_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+async def test_history_lists_runs_and_show_prints_the_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     finished = await record("20260101-000000-aaaaaa", SCRIPT)
-    failed = await record("20260101-000001-bbbbbb", {**SCRIPT, "judge": ModelUnavailable("The model went away.")})
+    failed = await record(
+        "20260101-000001-bbbbbb", {**SCRIPT, "judge": ModelUnavailable("The model went away.")}
+    )
     assert isinstance(finished, Finished) and isinstance(failed, Failed)
 
     assert main(["history"]) == 0
@@ -66,7 +72,9 @@ async def test_history_lists_runs_and_show_prints_the_report(capsys: pytest.Capt
     support = finished.report.support
     assert support is not None and support.sentences >= 1
     header = f"*{support_headline(support)}*"
-    assert header in out.splitlines() and out.index(header) < out.index(finished.report.markdown.strip())
+    assert header in out.splitlines() and out.index(header) < out.index(
+        finished.report.markdown.strip()
+    )
 
     assert main(["show", "20260101-000001-bbbbbb"]) == 0
     assert "The run failed: The model went away." in capsys.readouterr().out
@@ -74,7 +82,9 @@ async def test_history_lists_runs_and_show_prints_the_report(capsys: pytest.Capt
     assert main(["show", "20260101-000000-aaaaaa", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["events"][0]["type"] == "RunStarted" and data["events"][-1]["type"] == "Finished"
-    assert [e["chunk_id"] for e in data["evidence"]] == [e.chunk_id for e in finished.report.evidence]
+    assert [e["chunk_id"] for e in data["evidence"]] == [
+        e.chunk_id for e in finished.report.evidence
+    ]
 
     assert main(["show", "nope"]) == 1
     assert "No research run 'nope'" in capsys.readouterr().err
@@ -85,7 +95,9 @@ def test_history_when_empty(capsys: pytest.CaptureFixture[str]) -> None:
     assert "No research runs yet" in capsys.readouterr().out
 
 
-async def test_history_writes_run_off_the_event_loop_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_history_writes_run_off_the_event_loop_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     loop_thread = threading.get_ident()
     writers: set[int] = set()
     real_append = RunStore.append_events
@@ -108,15 +120,21 @@ async def test_history_writes_run_off_the_event_loop_thread(monkeypatch: pytest.
         runs.close()
 
 
-async def test_a_broken_history_never_breaks_the_run(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_broken_history_never_breaks_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     runs = RunStore(tmp_path / "catalog.db")
     runs.path = tmp_path  # the writer thread's own connection cannot open a directory
     model = ScriptedModel(SCRIPT, text="Milvus is an open-source vector database [1].")
     with caplog.at_level(logging.WARNING):
-        events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION))
+        events = await collect(
+            ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), runs).run(QUESTION)
+        )
     runs.close()
     assert isinstance(events[-1], Finished) and events[-1].report.evidence
     assert "could not save to the history" in caplog.text
     # the user is told, once, before the run's end
-    warnings = [e for e in events if isinstance(e, Notice) and "cannot be saved to the history" in e.message]
+    warnings = [
+        e for e in events if isinstance(e, Notice) and "cannot be saved to the history" in e.message
+    ]
     assert len(warnings) == 1 and warnings[0].level == "warning"

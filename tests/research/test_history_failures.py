@@ -29,7 +29,9 @@ REPORT = "Milvus is an open-source vector database [1]."
 UNSAVED = "cannot be saved to the history"
 
 
-async def run(history: Path, library: MemoryLibrary | None = None, run_id: str = "r1") -> list[ResearchEvent]:
+async def run(
+    history: Path, library: MemoryLibrary | None = None, run_id: str = "r1"
+) -> list[ResearchEvent]:
     model = ScriptedModel(SCRIPT, text=REPORT)
     engine = ResearchEngine(model, library or MemoryLibrary(list(MILVUS_CHUNKS)), history=history)
     return await collect(engine.run(QUESTION, run_id=run_id))
@@ -50,9 +52,13 @@ def assert_told_once_and_run_finished(events: list[ResearchEvent], reason: str) 
     return told[0]
 
 
-async def test_an_event_that_cannot_be_serialised_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_event_that_cannot_be_serialised_is_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # a chunk whose page is a Decimal: JSON cannot store it; the writer thread meets it
-    odd = make_chunk("c9", "Milvus is an open-source vector database for similarity search.", page=Decimal(3))  # type: ignore[arg-type]
+    odd = make_chunk(
+        "c9", "Milvus is an open-source vector database for similarity search.", page=Decimal(3)
+    )  # type: ignore[arg-type]
     history = app_paths().ensure().catalog_file
     with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(history, MemoryLibrary([odd, *MILVUS_CHUNKS]))
@@ -61,7 +67,9 @@ async def test_an_event_that_cannot_be_serialised_is_reported(caplog: pytest.Log
     saved = RunStore(history)
     try:
         summary = saved.get_run("r1")
-        assert summary is not None and summary.status == "running"  # saving stopped at the failure, visibly
+        assert (
+            summary is not None and summary.status == "running"
+        )  # saving stopped at the failure, visibly
     finally:
         saved.close()
 
@@ -74,7 +82,9 @@ async def test_a_history_file_that_cannot_be_created_is_reported(
     with caplog.at_level(logging.WARNING, logger="app.research.history_writer"):
         events = await run(blocker / "catalog.sqlite")
     notice = assert_told_once_and_run_finished(events, str(blocker))
-    assert "File exists" in notice.message or "Not a directory" in notice.message  # the OSError, in words
+    assert (
+        "File exists" in notice.message or "Not a directory" in notice.message
+    )  # the OSError, in words
     assert "could not save to the history" in caplog.text
 
 

@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile import DESCRIPTION, FAKE_MARKERS, HOSTILE_NEEDLES, INSTRUCTIONS, MARKDOWN, PAYLOAD, SECTION_TWO
+from hostile import (
+    DESCRIPTION,
+    FAKE_MARKERS,
+    HOSTILE_NEEDLES,
+    INSTRUCTIONS,
+    MARKDOWN,
+    PAYLOAD,
+    SECTION_TWO,
+)
 from prompt_audit import FenceError, RecordingModel, fence_spans, inside_fences, outside_fences
 
 from app.core.events import Finished, IngestFinished, SearchFinished
@@ -64,15 +72,23 @@ def corpus(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPa
     notice = root / "milvus-operations-notice.md"
     notice.write_text(MARKDOWN, encoding="utf-8")
     note = root / "kitchen.md"
-    note.write_text("# Kitchen rota\n\nThe office kitchen is cleaned on Fridays by the facilities team.\n")
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    note.write_text(
+        "# Kitchen rota\n\nThe office kitchen is cleaned on Fridays by the facilities team.\n"
+    )
+    paths = AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
 
     async def ingest() -> tuple[list[IngestFinished], list[str]]:
         library = Library.open(Settings(), paths)
         try:
             finished = []
             for files, name, description in (
-                ([shared_data / "milvus-docs" / "about" / "milvus_adopters.md", notice], "milvus", "Milvus docs"),
+                (
+                    [shared_data / "milvus-docs" / "about" / "milvus_adopters.md", notice],
+                    "milvus",
+                    "Milvus docs",
+                ),
                 ([note], "notes", DESCRIPTION),
             ):
                 async for event in library.ingest(files, name, description=description):
@@ -105,7 +121,9 @@ def audit(messages: list[str]) -> None:
             assert token not in text, (token, text)
 
 
-async def run_mode(paths: AppPaths, model: LlamaCppModel, mode: str) -> tuple[RecordingModel, list[Any], Library]:
+async def run_mode(
+    paths: AppPaths, model: LlamaCppModel, mode: str
+) -> tuple[RecordingModel, list[Any], Library]:
     recorder = RecordingModel(model)
     library = Library.open(Settings(), paths)
     engine = ResearchEngine(recorder, library)
@@ -143,7 +161,9 @@ async def test_a_hostile_document_stays_data_in_every_prompt(
         # both sections of the hostile file were found and shown to the model, inside
         # fences: the instructions withheld, the fake markers neutralised
         found = [h.chunk.text for e in events if isinstance(e, SearchFinished) for h in e.hits]
-        assert any("SYSTEM NOTICE" in text for text in found) and any(SECTION_TWO[0] in text for text in found)
+        assert any("SYSTEM NOTICE" in text for text in found) and any(
+            SECTION_TWO[0] in text for text in found
+        )
         assert any(inside_fences(m, WITHHELD) for m in messages)
         assert any(inside_fences(m, sentence) for m in messages for sentence in SECTION_TWO)
         if mode in ("deep", "plan"):  # routing and the global view show the hostile description
@@ -151,7 +171,9 @@ async def test_a_hostile_document_stays_data_in_every_prompt(
         audit(messages)
         if mode == "hds":  # the protocol's own results markers are the app's, one per search
             turns = [m for m in messages if BEGIN_RESULTS in m]
-            assert turns and all(m.count(BEGIN_RESULTS) == m.count("<|end search results|>") for m in turns)
+            assert turns and all(
+                m.count(BEGIN_RESULTS) == m.count("<|end search results|>") for m in turns
+            )
 
         # the report cites only evidence that is a real chunk of the store
         report = final.report
@@ -165,7 +187,9 @@ async def test_a_hostile_document_stays_data_in_every_prompt(
         await library.aclose()
 
 
-async def test_describing_a_collection_keeps_its_documents_fenced(corpus: AppPaths, starter_llm: LlamaCppModel) -> None:
+async def test_describing_a_collection_keeps_its_documents_fenced(
+    corpus: AppPaths, starter_llm: LlamaCppModel
+) -> None:
     """The ingest side's prompt (a collection description written from sampled chunks,
     as ``Library.write_description`` does; not saved, so the other tests see the corpus as is)."""
     recorder = RecordingModel(starter_llm)

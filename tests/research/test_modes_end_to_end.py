@@ -49,7 +49,9 @@ ALLOWED_STOPS = {"completed", "max_rounds", "max_search_calls", "max_tokens", "m
 def pdf_library(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
     """WhatisMilvus.pdf ingested once through the real Library (Docling, MiniLM, Milvus Lite)."""
     root = tmp_path_factory.mktemp("modes-e2e")
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    paths = AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
 
     async def run() -> IngestFinished | None:
         library = Library.open(Settings(), paths)
@@ -117,7 +119,9 @@ async def test_plan_mode_on_the_pdf(pdf_library: AppPaths, starter: LlamaCppMode
         assert findings, "no plan step finished"
         assert [f.node_id for f in findings] == [s.node_id for s in steps][: len(findings)]
         unfinished = len(steps) - len(findings)
-        assert unfinished == 0 or (unfinished == 1 and final.stop_reason in {"max_seconds", "max_tokens"})
+        assert unfinished == 0 or (
+            unfinished == 1 and final.stop_reason in {"max_seconds", "max_tokens"}
+        )
         # a plan a budget cut short lists the steps it did not run; a finished one lists none
         not_run = [q for q in final.report.open_questions if q.startswith("Plan step not run: ")]
         left = [f"Plan step not run: {t}" for t in plan[0].steps[len(findings) :]]
@@ -171,7 +175,9 @@ async def test_hds_mode_on_the_pdf(pdf_library: AppPaths, starter: LlamaCppModel
         assert planned[0].text == QUESTION and planned[0].origin == "original"
         assert len(planned) <= BUDGET.max_search_calls
         rounds = {e.round_no for e in planned}
-        assert rounds <= set(range(BUDGET.max_rounds + 1))  # 0: the question, searched before turn 1
+        assert rounds <= set(
+            range(BUDGET.max_rounds + 1)
+        )  # 0: the question, searched before turn 1
         await assert_cites_real_chunks(library, final)
     finally:
         await library.aclose()

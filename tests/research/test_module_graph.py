@@ -10,7 +10,9 @@ RESEARCH = sorted(m for m in GRAPH.modules if m.startswith("app.research."))
 
 
 def _imports(module: str) -> set[str]:
-    return {m for m in GRAPH.find_modules_directly_imported_by(module) if m.startswith("app.research.")}
+    return {
+        m for m in GRAPH.find_modules_directly_imported_by(module) if m.startswith("app.research.")
+    }
 
 
 def test_research_modules_form_no_cycle() -> None:
@@ -24,12 +26,18 @@ def test_research_modules_form_no_cycle() -> None:
 
 
 def test_the_research_core_never_imports_a_mode() -> None:
-    core = [m for m in RESEARCH if not m.startswith("app.research.modes") and m != "app.research.engine"]
+    core = [
+        m for m in RESEARCH if not m.startswith("app.research.modes") and m != "app.research.engine"
+    ]
     leaks = {m: sorted(i for i in _imports(m) if i.startswith("app.research.modes")) for m in core}
     assert {m: i for m, i in leaks.items() if i} == {}
 
 
 def test_app_never_imports_the_tests() -> None:
     graph = grimp.build_graph("app", cache_dir=None, include_external_packages=True)
-    external = {m for m in graph.modules if m.split(".")[0] in {"tests", "bench", "deepsearcher_faithful", "scripted"}}
+    external = {
+        m
+        for m in graph.modules
+        if m.split(".")[0] in {"tests", "bench", "deepsearcher_faithful", "scripted"}
+    }
     assert external == set()

@@ -55,7 +55,9 @@ def test_the_first_of_equally_good_passages_is_cited() -> None:
 def test_at_most_two_passages_are_added_and_questions_are_not_cited() -> None:
     text = "Signmark, Publix and Stanley Hall are in the Journal of Psychotherapy Integration."
     cited, added = cite_names(text, SOURCES)
-    assert added == 0  # four passages would be needed: an uncited sentence not all found stays uncited
+    assert (
+        added == 0
+    )  # four passages would be needed: an uncited sentence not all found stays uncited
     assert cited == text
     question = "Was Stanley Hall the first president [1]?"
     assert cite_names(question, SOURCES) == (question, 0)
@@ -68,7 +70,11 @@ def test_a_citation_to_a_passage_the_writer_was_not_shown_is_left_alone() -> Non
 
 async def test_a_deep_report_cites_the_passage_its_answers_name_comes_from() -> None:
     # the writer cites Hall's passage only; the journal it names is in another
-    chunks = [make_chunk("journal", JOURNAL), make_chunk("hall", HALL), make_chunk("rapper", RAPPER)]
+    chunks = [
+        make_chunk("journal", JOURNAL),
+        make_chunk("hall", HALL),
+        make_chunk("rapper", RAPPER),
+    ]
     question = "Who was the first president of the association that publishes the Journal of Psychotherapy Integration?"
     script = {
         "decompose": {"sub_queries": ["Journal of Psychotherapy Integration publisher president"]},
@@ -84,7 +90,9 @@ async def test_a_deep_report_cites_the_passage_its_answers_name_comes_from() -> 
     )
     model = ScriptedModel(script, text=hall_only)
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(chunks)).run(question, options={"findings": False, "bridge_queries": False})
+        ResearchEngine(model, MemoryLibrary(chunks)).run(
+            question, options={"findings": False, "bridge_queries": False}
+        )
     )
     final = events[-1]
     assert isinstance(final, Finished), final

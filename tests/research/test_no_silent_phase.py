@@ -43,7 +43,9 @@ SLACK_S = 0.5
 def library_paths(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
     """Two real Milvus documentation pages, ingested once (Docling, MiniLM, Milvus Lite)."""
     root = tmp_path_factory.mktemp("no-silent-phase")
-    paths = AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    paths = AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
     files = [
         shared_data / "milvus-docs" / "getstarted" / "milvus_lite.md",
         shared_data / "milvus-docs" / "about" / "overview.md",

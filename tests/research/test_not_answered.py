@@ -26,8 +26,16 @@ def paragraphs(shared_data: Path) -> tuple[dict[str, object], list[str], list[st
     """A MuSiQue question, its supporting paragraphs and its other (distractor) paragraphs."""
     questions = json.loads((shared_data / "musique" / "questions.json").read_text(encoding="utf-8"))
     question = next(q for q in questions if "Maiden Japan" in q["question"])
-    gold = [f"{p['title']}\n\n{p['paragraph_text']}" for p in question["paragraphs"] if p["is_supporting"]]
-    other = [f"{p['title']}\n\n{p['paragraph_text']}" for p in question["paragraphs"] if not p["is_supporting"]]
+    gold = [
+        f"{p['title']}\n\n{p['paragraph_text']}"
+        for p in question["paragraphs"]
+        if p["is_supporting"]
+    ]
+    other = [
+        f"{p['title']}\n\n{p['paragraph_text']}"
+        for p in question["paragraphs"]
+        if not p["is_supporting"]
+    ]
     return question, gold, other
 
 
@@ -36,7 +44,9 @@ def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> No
     text = str(question["question"])
     assert judge(text, gold + other).answered
     # an acronym beside a name is a name of its own ("EP", "Maiden Japan"), not "EP Maiden Japan"
-    assert judge("Where was the band that performed the live EP Maiden Japan formed?", gold).answered
+    assert judge(
+        "Where was the band that performed the live EP Maiden Japan formed?", gold
+    ).answered
     # the supporting paragraphs withheld: nothing found mentions the live EP asked about
     # (its distractors say "Iron Maiden" and "Japan", not "Maiden Japan")
     missing = judge(text, [p for p in other if "Maiden Japan" not in p])
@@ -45,7 +55,11 @@ def test_what_was_asked_about_must_be_in_what_was_found(shared_data: Path) -> No
 
 
 def test_a_name_in_a_passage_s_title_counts_as_mentioned() -> None:
-    found = [Found("Maiden Japan", "It is a live EP by the English heavy metal band, recorded in Nagoya.")]
+    found = [
+        Found(
+            "Maiden Japan", "It is a live EP by the English heavy metal band, recorded in Nagoya."
+        )
+    ]
     assert judge("Who performed the live EP Maiden Japan?", found).answered
     assert not judge("Who performed the live EP Maiden Japan?", [found[0].text]).answered
 
@@ -57,7 +71,12 @@ async def test_passages_on_other_subjects_only_do_not_answer_a_question_without_
         Found("Tax returns", "A tax return is filed once a year."),
         Found("Bicycles", "A bicycle has two wheels."),
     ]
-    on_topic = [Found("Sourdough", "The dough of sourdough bread rises for four to twelve hours before it is baked.")]
+    on_topic = [
+        Found(
+            "Sourdough",
+            "The dough of sourdough bread rises for four to twelve hours before it is baked.",
+        )
+    ]
     far = await nearest(question, near_miss, embed)
     close = await nearest(question, on_topic, embed)
     assert far is not None and close is not None and far < MIN_SIMILARITY <= close
@@ -90,7 +109,9 @@ async def test_a_run_over_documents_about_something_else_says_they_do_not_answer
     model = ScriptedModel(SCRIPT, text=text)
     question = "Who founded Pinecone, and in which year?"
     events = await collect(
-        ResearchEngine(model, MemoryLibrary(chunks)).run(question, mode="quick", options={"short_answer": True})
+        ResearchEngine(model, MemoryLibrary(chunks)).run(
+            question, mode="quick", options={"short_answer": True}
+        )
     )
     final = events[-1]
     assert isinstance(final, Finished)

@@ -67,7 +67,9 @@ async def test_a_run_over_a_collection_being_indexed_says_it_is_partial(
             catalog = await library.collection("milvus")
             assert state.collection == "milvus" and state.searchable == catalog.documents
             assert state.expected is not None and state.searchable < state.expected <= total
-            assert state.describe() == f"Indexing — {state.searchable} of {state.expected} documents"
+            assert (
+                state.describe() == f"Indexing — {state.searchable} of {state.expected} documents"
+            )
 
             engine = ResearchEngine(starter_llm, library)
             started, notice = await _first_events(engine.run("What is Milvus?", mode="quick"), 2)

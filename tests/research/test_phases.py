@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, delayed, make_chunk, verdicts
+from scripted import (
+    MILVUS_CHUNKS,
+    MemoryLibrary,
+    ScriptedModel,
+    collect,
+    delayed,
+    make_chunk,
+    verdicts,
+)
 from silent_gaps import longest_gap
 
 from app.commands.ask import Progress
@@ -105,12 +113,12 @@ def assert_every_call_announced(seen: list[Any]) -> None:
 def test_the_status_line_shows_a_count_once_one_item_is_done() -> None:
     start = PhaseChanged(run_id="r", phase="judge", text="Reading 12 passages", total=12)
     assert start.line == "Reading 12 passages"
-    assert PhaseChanged(run_id="r", phase="judge", text="Reading 12 passages", done=5, total=12).line == (
-        "Reading 12 passages — 5 of 12"
-    )
-    assert PhaseChanged(run_id="r", phase="reflect", text="Deciding what is still missing").line == (
-        "Deciding what is still missing"
-    )
+    assert PhaseChanged(
+        run_id="r", phase="judge", text="Reading 12 passages", done=5, total=12
+    ).line == ("Reading 12 passages — 5 of 12")
+    assert PhaseChanged(
+        run_id="r", phase="reflect", text="Deciding what is still missing"
+    ).line == ("Deciding what is still missing")
 
 
 def test_counts_are_throttled_but_a_phase_start_and_its_last_count_never_are() -> None:
@@ -147,7 +155,10 @@ def test_phase_texts_are_plain_english() -> None:
     assert phases.searching(2, what="query") == "Searching 2 queries"
     assert phases.reading(1) == "Reading 1 passage"
     assert phases.checking(8) == "Checking 8 citations"
-    assert phases.writing("Writing the final answer", 3) == "Writing the final answer — 3 words written"
+    assert (
+        phases.writing("Writing the final answer", 3)
+        == "Writing the final answer — 3 words written"
+    )
 
 
 # -- every mode ------------------------------------------------------------------
@@ -155,10 +166,15 @@ def test_phase_texts_are_plain_english() -> None:
 
 def deep_script() -> dict[str, Any]:
     return {
-        "decompose": {"sub_queries": ["Milvus vector database features", "other vector databases compared"]},
+        "decompose": {
+            "sub_queries": ["Milvus vector database features", "other vector databases compared"]
+        },
         "route": {"routes": []},
         "judge": {"relevant": [1, 2]},
-        "reflect": [{"done": False, "summary": "more", "gap_queries": ["Milvus index types"]}, {"done": True}],
+        "reflect": [
+            {"done": False, "summary": "more", "gap_queries": ["Milvus index types"]},
+            {"done": True},
+        ],
         "citation_check": verdicts(),
     }
 
@@ -168,15 +184,23 @@ async def test_deep_says_each_phase_in_order_with_its_counts(
 ) -> None:
     # the judge calls answer at once; a busy machine must not space them past the throttle
     monkeypatch.setattr(run_events, "PHASE_COUNT_INTERVAL_S", 3600.0)
-    chunks = [*MILVUS_CHUNKS, make_chunk("m1", "Milvus manual: index types and hybrid search.", collection="manuals")]
+    chunks = [
+        *MILVUS_CHUNKS,
+        make_chunk("m1", "Milvus manual: index types and hybrid search.", collection="manuals"),
+    ]
     model = watched(ScriptedModel(deep_script(), text=REPORT), timeline)
-    events = await collect(ResearchEngine(model, MemoryLibrary(chunks)).run(QUESTION, budget=Budget(max_rounds=2)))
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(chunks)).run(QUESTION, budget=Budget(max_rounds=2))
+    )
     assert isinstance(events[-1], Finished)
     assert_every_call_announced(timeline)
     assert phase_order(events) == [
         # round 1 (the bridge searches find only passages judged already: nothing more to read)
         *("decompose", "route", "search", "judge", "bridge", "reflect"),
-        *("route", "search"),  # round 2: the gap query, whose hits were all judged (the last round: no reflection)
+        *(
+            "route",
+            "search",
+        ),  # round 2: the gap query, whose hits were all judged (the last round: no reflection)
         *("write", "check"),
     ]
     shown = lines(events)
@@ -185,11 +209,17 @@ async def test_deep_says_each_phase_in_order_with_its_counts(
     reading = [e for e in events if isinstance(e, PhaseChanged) and e.phase == "judge"]
     first = reading[0]
     assert first.text == f"Reading {first.total} passages" and first.done == 0
-    assert [r.done for r in reading[1:]] == [first.total]  # the count ends at the total (steps in between dropped)
+    assert [r.done for r in reading[1:]] == [
+        first.total
+    ]  # the count ends at the total (steps in between dropped)
     # the report streams under "Writing the report"; its citations are checked after it, with a count
     kinds = [type(e) for e in events]
-    write = next(i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "write")
-    check = next(i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check")
+    write = next(
+        i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "write"
+    )
+    check = next(
+        i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check"
+    )
     deltas = [i for i, k in enumerate(kinds) if k is ReportDelta]
     assert write < deltas[0] and deltas[-1] < check < kinds.index(CitationChecked)
     assert len(deltas) > 5  # token by token, not the whole report at once
@@ -198,12 +228,17 @@ async def test_deep_says_each_phase_in_order_with_its_counts(
 
 
 async def test_quick_plan_table_and_hds_announce_every_model_call(timeline: list[Any]) -> None:
-    library_chunks = [*MILVUS_CHUNKS, make_chunk("z1", "Zilliz, the company behind Milvus, is based in Redwood City.")]
+    library_chunks = [
+        *MILVUS_CHUNKS,
+        make_chunk("z1", "Zilliz, the company behind Milvus, is based in Redwood City."),
+    ]
     runs: dict[str, ScriptedModel] = {
         "quick": ScriptedModel({"citation_check": verdicts()}, text=REPORT),
         "plan": ScriptedModel(
             {
-                "plan": {"steps": [{"query": "company that makes Milvus"}, {"query": "{{step_1}} base"}]},
+                "plan": {
+                    "steps": [{"query": "company that makes Milvus"}, {"query": "{{step_1}} base"}]
+                },
                 "step_finding": {"relevant": [1], "finding": "Zilliz", "answered": False},
                 "citation_check": verdicts(),
             },
@@ -211,16 +246,28 @@ async def test_quick_plan_table_and_hds_announce_every_model_call(timeline: list
         ),
         "table": ScriptedModel(
             {
-                "table_plan": {"entity_type": "vector database", "columns": ["maker"], "queries": ["vector database"]},
+                "table_plan": {
+                    "entity_type": "vector database",
+                    "columns": ["maker"],
+                    "queries": ["vector database"],
+                },
                 "extract_entities": {"entities": [{"name": "Milvus", "start": 1, "end": 1}]},
-                "fill_cells": {"cells": [{"column": "maker", "value": "Zilliz", "confidence": 0.9, "source": 1}]},
+                "fill_cells": {
+                    "cells": [
+                        {"column": "maker", "value": "Zilliz", "confidence": 0.9, "source": 1}
+                    ]
+                },
                 "citation_check": verdicts(),
             },
             text=REPORT,
         ),
         "hds": ScriptedModel(
             {"citation_check": verdicts()},
-            text=["<|begin search queries|>Zilliz location<|end search queries|>", "\\boxed{Redwood City}", REPORT],
+            text=[
+                "<|begin search queries|>Zilliz location<|end search queries|>",
+                "\\boxed{Redwood City}",
+                REPORT,
+            ],
         ),
     }
     expected = {
@@ -232,8 +279,12 @@ async def test_quick_plan_table_and_hds_announce_every_model_call(timeline: list
     for mode, model in runs.items():
         timeline.clear()
         watched(model, timeline)
-        library = MemoryLibrary(list(library_chunks), descriptions={"docs": "vector database manuals"})
-        events = await collect(ResearchEngine(model, library).run(QUESTION, mode=mode, budget=Budget(max_rounds=3)))
+        library = MemoryLibrary(
+            list(library_chunks), descriptions={"docs": "vector database manuals"}
+        )
+        events = await collect(
+            ResearchEngine(model, library).run(QUESTION, mode=mode, budget=Budget(max_rounds=3))
+        )
         assert isinstance(events[-1], Finished), (mode, events[-1])
         assert_every_call_announced(timeline)
         assert phase_order(events) == expected[mode], mode
@@ -244,30 +295,44 @@ async def test_a_streamed_reply_nobody_sees_counts_its_words(timeline: list[Any]
     turn = "Let me think about where the company is based first. " * 3 + "\\boxed{Redwood City}"
     model = ScriptedModel({"citation_check": verdicts()}, text=[turn, REPORT])
     library = MemoryLibrary(list(MILVUS_CHUNKS))
-    events = await collect(ResearchEngine(model, library).run(QUESTION, mode="hds", budget=Budget(max_rounds=2)))
+    events = await collect(
+        ResearchEngine(model, library).run(QUESTION, mode="hds", budget=Budget(max_rounds=2))
+    )
     thinking = [e for e in events if isinstance(e, PhaseChanged) and e.phase == "think"]
     assert thinking[0].line == "Deciding what to search next (turn 1)"
     # the scripted model streams faster than the throttle: the count goes out when 0.25 s have passed
     assert all(e.text.startswith("Deciding what to search next (turn 1) — ") for e in thinking[1:])
 
 
-async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_events, "KEEP_ALIVE_S", 0.2)  # the real 1 s, scaled down with the scripted delay
+async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        run_events, "KEEP_ALIVE_S", 0.2
+    )  # the real 1 s, scaled down with the scripted delay
     monkeypatch.setattr(run_events, "KEEP_ALIVE_CHECK_S", 0.02)
     # a sentence the independent check supports only weakly: the research model is asked too
     weak = "Milvus is an open-source vector database built for similarity search, more than rival engines manage [1]."
-    model = delayed(ScriptedModel({"citation_check": verdicts()}, text=weak), 0.7)  # silent before its reply
-    events = await collect(ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick"))
+    model = delayed(
+        ScriptedModel({"citation_check": verdicts()}, text=weak), 0.7
+    )  # silent before its reply
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick")
+    )
     assert isinstance(events[-1], Finished)
     waits = [e for e in events if isinstance(e, PhaseChanged) and e.waited_s]
-    assert [e.line for e in waits][:1] == ["Noting what each source says (1 s)"]  # the findings step
+    assert [e.line for e in waits][:1] == [
+        "Noting what each source says (1 s)"
+    ]  # the findings step
     assert "Writing the report (1 s)" in [e.line for e in waits]
     assert {e.phase for e in waits} == {"write", "check"}  # every call waited; the search did not
     assert longest_gap(events).seconds < 0.5  # 0.2 s and the check's tick, not the 0.7 s calls
     assert longest_gap(events, progress_only=True).seconds > 0.6  # what the keep-alive covered
     # once the report streams, nothing more is said about waiting until the next call
     first_delta = next(i for i, e in enumerate(events) if isinstance(e, ReportDelta))
-    check = next(i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check")
+    check = next(
+        i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check"
+    )
     assert not any(isinstance(e, PhaseChanged) and e.waited_s for e in events[first_delta:check])
 
 
@@ -289,5 +354,7 @@ def test_fathom_ask_prints_a_line_when_a_phase_starts_not_for_its_counts() -> No
         "… Writing the report",
     ]
     quiet = io.StringIO()
-    Progress(quiet, quiet=True).show(PhaseChanged(run_id="r", phase="write", text="Writing the report"))
+    Progress(quiet, quiet=True).show(
+        PhaseChanged(run_id="r", phase="write", text="Writing the report")
+    )
     assert quiet.getvalue() == ""

@@ -20,7 +20,10 @@ from app.core.models import Budget
 from app.research.engine import ResearchEngine
 
 QUESTION = "Where is the company that makes Milvus based?"
-CHUNKS = [*MILVUS_CHUNKS, make_chunk("z1", "Zilliz, the company behind Milvus, is based in Redwood City.")]
+CHUNKS = [
+    *MILVUS_CHUNKS,
+    make_chunk("z1", "Zilliz, the company behind Milvus, is based in Redwood City."),
+]
 REPORT = "Zilliz makes Milvus [1]. Zilliz is based in Redwood City [2]."
 
 
@@ -34,7 +37,9 @@ def steps(*queries: str) -> dict[str, Any]:
 
 async def run(model: ScriptedModel, budget: Budget | None = None) -> list[Any]:
     library = MemoryLibrary(list(CHUNKS), descriptions={"docs": "vector database manuals"})
-    return await collect(ResearchEngine(model, library).run(QUESTION, mode="plan", budget=budget or Budget()))
+    return await collect(
+        ResearchEngine(model, library).run(QUESTION, mode="plan", budget=budget or Budget())
+    )
 
 
 async def test_later_steps_are_filled_from_earlier_findings() -> None:
@@ -51,17 +56,26 @@ async def test_later_steps_are_filled_from_earlier_findings() -> None:
     events = await run(model)
     final = events[-1]
     assert isinstance(final, Finished), final
-    assert of(events, PlanWritten)[0].steps == ("company that makes Milvus", "where is {{step_1}} based")
+    assert of(events, PlanWritten)[0].steps == (
+        "company that makes Milvus",
+        "where is {{step_1}} based",
+    )
     planned = [p.text for p in of(events, SubQueryPlanned) if p.origin == "plan"]
     assert planned == ["company that makes Milvus", "where is Zilliz based"]
     # the first step also searches the original question
     assert [p.text for p in of(events, SubQueryPlanned) if p.origin == "original"] == [QUESTION]
     findings = of(events, StepFinished)
-    assert [f.finding for f in findings] == ["Zilliz. It also runs a cloud.", "Redwood City, California"]
+    assert [f.finding for f in findings] == [
+        "Zilliz. It also runs a cloud.",
+        "Redwood City, California",
+    ]
     assert [f.answered for f in findings] == [False, True]
     # the planner saw the global view: description and the sample summary
     plan_prompt = model.calls_for("plan")[0].prompt
-    assert "vector database manuals" in plan_prompt and "A library of vector database manuals." in plan_prompt
+    assert (
+        "vector database manuals" in plan_prompt
+        and "A library of vector database manuals." in plan_prompt
+    )
     # the step check saw the earlier finding; the report writer saw both (neither is a chunk's text)
     assert "Zilliz. It also runs a cloud." in model.calls_for("step_finding")[1].prompt
     writer = model.calls_for("text")[-1].prompt
@@ -72,7 +86,9 @@ async def test_later_steps_are_filled_from_earlier_findings() -> None:
 async def test_the_run_stops_early_once_the_question_is_answered() -> None:
     model = ScriptedModel(
         {
-            "plan": steps("Zilliz Milvus company location", "Milvus index types", "Milvus hybrid search"),
+            "plan": steps(
+                "Zilliz Milvus company location", "Milvus index types", "Milvus hybrid search"
+            ),
             "step_finding": {"relevant": [1], "finding": "Redwood City", "answered": True},
         },
         text=["summary", REPORT],
@@ -80,7 +96,9 @@ async def test_the_run_stops_early_once_the_question_is_answered() -> None:
     events = await run(model, Budget(max_rounds=5))
     assert len(of(events, RoundStarted)) == 1
     assert len(model.calls_for("step_finding")) == 1
-    assert [p.text for p in of(events, SubQueryPlanned) if p.origin == "plan"] == ["Zilliz Milvus company location"]
+    assert [p.text for p in of(events, SubQueryPlanned) if p.origin == "plan"] == [
+        "Zilliz Milvus company location"
+    ]
     final = events[-1]
     assert final.stop_reason == "completed"
     assert not any("not run" in q for q in final.report.open_questions)
@@ -107,7 +125,9 @@ async def test_a_missing_placeholder_is_dropped_and_reported() -> None:
         text=["summary", REPORT],
     )
     events = await run(model)
-    assert [p.text for p in of(events, SubQueryPlanned) if p.origin == "plan"] == ["Milvus hybrid search"]
+    assert [p.text for p in of(events, SubQueryPlanned) if p.origin == "plan"] == [
+        "Milvus hybrid search"
+    ]
     assert any("step_2, country" in n.message for n in of(events, Notice))
 
 
@@ -127,7 +147,9 @@ async def test_citations_are_merged_by_chunk_id_across_steps() -> None:
 
 
 async def test_nonsense_replies_degrade_to_searching_the_question() -> None:
-    model = ScriptedModel({"step_finding": "not an object"}, text=["", "Milvus is a vector database."])
+    model = ScriptedModel(
+        {"step_finding": "not an object"}, text=["", "Milvus is a vector database."]
+    )
     library = MemoryLibrary(list(CHUNKS))
     events = await collect(ResearchEngine(model, library).run(QUESTION, mode="plan"))
     final = events[-1]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from app.research.placeholders import fill_placeholders, placeholder_names, short_finding, step_number
+from app.research.placeholders import (
+    fill_placeholders,
+    placeholder_names,
+    short_finding,
+    step_number,
+)
 
 
 def test_a_step_placeholder_is_replaced_by_that_steps_finding() -> None:
@@ -13,7 +18,9 @@ def test_a_step_placeholder_is_replaced_by_that_steps_finding() -> None:
 
 
 def test_several_placeholders_and_spacing_variants_are_filled() -> None:
-    filled = fill_placeholders("{{ step_2 }} and {{step1}} vs {{Step-2}}", {1: "Zilliz", 2: "Milvus"})
+    filled = fill_placeholders(
+        "{{ step_2 }} and {{step1}} vs {{Step-2}}", {1: "Zilliz", 2: "Milvus"}
+    )
     assert filled.text == "Milvus and Zilliz vs Milvus"
     assert filled.used == (2, 1)
 

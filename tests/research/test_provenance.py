@@ -39,11 +39,15 @@ def files(shared_data: Path, tmp_path: Path) -> list[Path]:
     folder.mkdir()
     copies = []
     for name in ("limitations.md", "overview.md"):
-        copies.append(Path(shutil.copy(shared_data / "milvus-docs" / "about" / name, folder / name)))
+        copies.append(
+            Path(shutil.copy(shared_data / "milvus-docs" / "about" / name, folder / name))
+        )
     return copies
 
 
-def test_a_report_says_what_it_was_made_from_and_by(files: list[Path], starter_llm: LlamaCppModel) -> None:
+def test_a_report_says_what_it_was_made_from_and_by(
+    files: list[Path], starter_llm: LlamaCppModel
+) -> None:
     async def run() -> Finished:
         library = Library.open(Settings(), app_paths())
         runs = RunStore.open(app_paths())
@@ -53,7 +57,10 @@ def test_a_report_says_what_it_was_made_from_and_by(files: list[Path], starter_l
             events = [
                 e
                 async for e in ResearchEngine(starter_llm, library, runs).run(
-                    QUESTION, mode="quick", budget=BUDGET, options={"report_max_tokens": 120, "prompt_chars": 2000}
+                    QUESTION,
+                    mode="quick",
+                    budget=BUDGET,
+                    options={"report_max_tokens": 120, "prompt_chars": 2000},
                 )
             ]
         finally:
@@ -80,7 +87,9 @@ def test_a_report_says_what_it_was_made_from_and_by(files: list[Path], starter_l
     on_disk = {str(f): f for f in files}
     for source in made.sources:
         f = on_disk[source.path]
-        assert source.size == f.stat().st_size and source.mtime == pytest.approx(f.stat().st_mtime, abs=1)
+        assert source.size == f.stat().st_size and source.mtime == pytest.approx(
+            f.stat().st_mtime, abs=1
+        )
         assert source.sha256 == file_sha256(f)
 
     # the export says it, and says the starter wrote the report

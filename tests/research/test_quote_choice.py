@@ -17,7 +17,9 @@ HALL = Picked(
 )
 PARK = Picked(3, "Park Geun-hye", "Park was the first woman to be President of South Korea.")
 THERAPY = Picked(
-    4, "Person-centered therapy", "Person-centered therapy is a form of psychotherapy developed by Carl Rogers."
+    4,
+    "Person-centered therapy",
+    "Person-centered therapy is a form of psychotherapy developed by Carl Rogers.",
 )
 PICKED = [PARK, JOURNAL, THERAPY, HALL]
 
@@ -33,8 +35,13 @@ def test_a_passage_about_what_the_question_names_is_quoted_and_near_misses_are_n
 def test_a_passage_the_report_cites_or_that_holds_the_answer_is_quoted() -> None:
     assert rested_on(QUESTION, PICKED, cited={2}) == [1, 2]
     assert rested_on(QUESTION, PICKED, cited=set(), answer="Hall") == [1, 2]
-    assert rested_on(QUESTION, PICKED, cited=set(), answer="hall.") == [1, 2]  # case and a full stop aside
-    assert rested_on(QUESTION, PICKED, cited=set(), answer="Hal") == [1]  # a whole word, not a piece of one
+    assert rested_on(QUESTION, PICKED, cited=set(), answer="hall.") == [
+        1,
+        2,
+    ]  # case and a full stop aside
+    assert rested_on(QUESTION, PICKED, cited=set(), answer="Hal") == [
+        1
+    ]  # a whole word, not a piece of one
 
 
 def test_a_short_answer_is_not_looked_for() -> None:
@@ -48,9 +55,15 @@ def test_the_pick_stands_when_nothing_ties_a_passage_to_the_answer() -> None:
 
 def test_a_passage_holding_only_the_questions_broader_name_is_not_quoted() -> None:
     question = "Which county borders the county in which Johnnycake, West Virginia is located?"
-    johnnycake = Picked(1, "Johnnycake, West Virginia", "Johnnycake is a community in McDowell County, West Virginia.")
+    johnnycake = Picked(
+        1,
+        "Johnnycake, West Virginia",
+        "Johnnycake is a community in McDowell County, West Virginia.",
+    )
     state = Picked(2, "Virginia", "Virginia is bordered by West Virginia to the north and west.")
-    another = Picked(3, "Good, West Virginia", "Good is a community in Hampshire County, West Virginia.")
+    another = Picked(
+        3, "Good, West Virginia", "Good is a community in Hampshire County, West Virginia."
+    )
     assert question_names(question) == ("Johnnycake", "West Virginia")
     assert rested_on(question, [state, johnnycake, another], cited=set()) == [1]
     # the broader name still counts where no passage holds a narrower one

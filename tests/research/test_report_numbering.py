@@ -74,7 +74,10 @@ def test_a_flagged_sentence_counts_once_from_its_mark_or_from_the_check() -> Non
     assert sentence_support(text) == SentenceSupport(sentences=2, cited=2, flagged=1)
     # the same report before it was flagged, with the check's result
     plain = "Milvus is fast [1]. Milvus is open source [2].\n"
-    bad = [Citation(1, "Milvus is fast.", False, "unsupported"), Citation(2, "Milvus is open source.", True)]
+    bad = [
+        Citation(1, "Milvus is fast.", False, "unsupported"),
+        Citation(2, "Milvus is open source.", True),
+    ]
     assert sentence_support(plain, bad) == SentenceSupport(sentences=2, cited=2, flagged=1)
     # a citation judged unsupported for another number does not flag the sentence
     assert sentence_support(plain, [Citation(3, "Milvus is fast.", False)]).flagged == 0
@@ -84,7 +87,9 @@ def test_uncited_sentences_of_the_text_are_marked_and_nothing_else() -> None:
     marked = mark_uncited(REPORT, "‹?›")
     assert "- A list item with no source. ‹?›" in marked
     assert "Nothing backs this one. ‹?›" in marked
-    assert marked.count("‹?›") == 2  # not the cited ones, not the code, not Sources or Open questions
+    assert (
+        marked.count("‹?›") == 2
+    )  # not the cited ones, not the code, not Sources or Open questions
     assert "- None noted.\n" in marked and marked.endswith("- None noted.\n")
     assert mark_uncited(REPORT, "‹?›").replace(" ‹?›", "") == REPORT
 
@@ -101,7 +106,13 @@ def test_renumbering_follows_first_citation_and_leaves_code_alone() -> None:
 
 
 def _evidence(number: int) -> Evidence:
-    return Evidence(number=number, chunk_id=f"c{number}", subquery="q", quote=f"quote {number}", path=f"/d/{number}.md")
+    return Evidence(
+        number=number,
+        chunk_id=f"c{number}",
+        subquery="q",
+        quote=f"quote {number}",
+        path=f"/d/{number}.md",
+    )
 
 
 def test_finish_report_lists_cited_sources_once_in_order_and_keeps_the_rest_after() -> None:
@@ -114,7 +125,12 @@ def test_finish_report_lists_cited_sources_once_in_order_and_keeps_the_rest_afte
     assert body.startswith("B is true [1]. A is true [2]. B again [1].")
     assert re.findall(r"^- \[(\d+)\] (\S+)", tail, re.M) == [("1", "/d/4.md"), ("2", "/d/2.md")]
     # the evidence read but not cited follows, numbered after the cited, in its order
-    assert [(e.number, e.chunk_id) for e in evidence] == [(1, "c4"), (2, "c2"), (3, "c1"), (4, "c3")]
+    assert [(e.number, e.chunk_id) for e in evidence] == [
+        (1, "c4"),
+        (2, "c2"),
+        (3, "c1"),
+        (4, "c3"),
+    ]
     assert [(c.number, c.sentence) for c in citations] == [(1, "B is true."), (2, "A is true.")]
     assert support == SentenceSupport(sentences=4, cited=3, flagged=1)
     assert "## Open questions\n\n- None noted.\n" in markdown
@@ -158,7 +174,9 @@ async def test_a_deep_run_numbers_its_sources_as_its_report_cites_them() -> None
     assert cited_numbers(body) == [1, 2]
     by_number = {e.number: e.chunk_id for e in report.evidence}
     assert by_number[1] == added[2] and by_number[2] == added[1]  # numbered as first cited
-    assert sorted(by_number) == list(range(1, len(added) + 1))  # every piece of evidence kept, renumbered
+    assert sorted(by_number) == list(
+        range(1, len(added) + 1)
+    )  # every piece of evidence kept, renumbered
     listed = [int(n) for n in re.findall(r"^- \[(\d+)\]", tail, re.M)]
     assert listed == [1, 2]  # only the cited, once each
     assert {c.number for c in report.citations} == {1, 2}

@@ -68,12 +68,16 @@ def llm(starter_llm: LlamaCppModel) -> LlamaCppModel:
 @pytest.fixture(scope="module")
 def data_paths(tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
     root = tmp_path_factory.mktemp("research-e2e")
-    return AppPaths(config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache").ensure()
+    return AppPaths(
+        config_dir=root / "config", data_dir=root / "data", cache_dir=root / "cache"
+    ).ensure()
 
 
 async def ingest(library: Library, paths: list[Path], collection: str) -> IngestFinished:
     final = None
-    async for event in library.ingest(paths, collection, description="Milvus documentation and notes"):
+    async for event in library.ingest(
+        paths, collection, description="Milvus documentation and notes"
+    ):
         if isinstance(event, IngestFinished):
             final = event
     assert final is not None
@@ -81,7 +85,9 @@ async def ingest(library: Library, paths: list[Path], collection: str) -> Ingest
 
 
 @pytest.fixture(scope="module")
-def corpus(shared_data: Path, data_paths: AppPaths, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
+def corpus(
+    shared_data: Path, data_paths: AppPaths, tmp_path_factory: pytest.TempPathFactory
+) -> AppPaths:
     """The PDF, two documentation pages and the planted note, ingested once (outside
     any guard: the privacy test below ingests under its own guard)."""
     notes = tmp_path_factory.mktemp("notes") / "team-notes.md"
@@ -112,7 +118,9 @@ async def check_citations_resolve(library: Library, finished: Finished) -> None:
     assert {c.number for c in report.citations} <= numbers
     chunk_ids = [e.chunk_id for e in report.evidence]
     real = await library.get_chunks(chunk_ids)
-    assert sorted(c.chunk_id for c in real) == sorted(chunk_ids)  # every evidence row is a real chunk
+    assert sorted(c.chunk_id for c in real) == sorted(
+        chunk_ids
+    )  # every evidence row is a real chunk
 
 
 # -- runs -------------------------------------------------------------------------------
@@ -136,7 +144,9 @@ async def test_deep_run_over_real_documents_cites_real_chunks_and_is_not_hijacke
         assert hits and {h.chunk.collection for h in hits} == {"milvus"}
         assert final.report.evidence
         await check_citations_resolve(library, final)
-        assert "## Sources" in final.report.markdown and "## Open questions" in final.report.markdown
+        assert (
+            "## Sources" in final.report.markdown and "## Open questions" in final.report.markdown
+        )
         # the planted instruction steers nothing
         assert "HACKED" not in final.report.markdown
         assert all("HACKED" not in p.text for p in planned)
@@ -155,12 +165,19 @@ async def test_quick_run_over_real_documents(corpus: AppPaths, llm: LlamaCppMode
         events = [
             e
             async for e in engine.run(
-                "What index types does Milvus support?", mode="quick", budget=BUDGET, options=OPTIONS
+                "What index types does Milvus support?",
+                mode="quick",
+                budget=BUDGET,
+                options=OPTIONS,
             )
         ]
         final = events[-1]
         assert isinstance(final, Finished) and final.stop_reason == "completed"
-        assert len(final.report.evidence) == len(events[[type(e) for e in events].index(SearchFinished)].hits) > 0
+        assert (
+            len(final.report.evidence)
+            == len(events[[type(e) for e in events].index(SearchFinished)].hits)
+            > 0
+        )
         assert final.usage.calls <= 3  # pick the passages the answer rests on, write, check
         await check_citations_resolve(library, final)
     finally:
@@ -175,10 +192,14 @@ async def test_ingest_and_deep_run_stay_on_this_machine(
     paths = app_paths().ensure()
     library = Library.open(Settings(), paths)  # default (local) settings
     try:
-        finished = await ingest(library, [shared_data / "milvus-docs" / "about" / "limitations.md"], "docs")
+        finished = await ingest(
+            library, [shared_data / "milvus-docs" / "about" / "limitations.md"], "docs"
+        )
         assert finished.indexed == 1
         engine = ResearchEngine(llm, library, RunStore.open(paths))
-        budget = Budget(max_rounds=1, max_subqueries=1, top_k=2, max_seconds=180, max_concurrent_calls=1)
+        budget = Budget(
+            max_rounds=1, max_subqueries=1, top_k=2, max_seconds=180, max_concurrent_calls=1
+        )
         events = [
             e
             async for e in engine.run(

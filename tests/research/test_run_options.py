@@ -13,7 +13,9 @@ def test_a_mapping_of_option_names_becomes_the_options_and_a_misspelled_name_is_
     options = RunOptions.of({"report_max_tokens": 120, "bridge_queries": False})
     assert options.report_max_tokens == 120 and not options.bridge_queries and options.findings
     assert RunOptions.of(None) == RunOptions() and RunOptions.of(options) is options
-    with pytest.raises(ValueError, match="no run option named bridge_querys; the options are prompt_chars"):
+    with pytest.raises(
+        ValueError, match="no run option named bridge_querys; the options are prompt_chars"
+    ):
         RunOptions.of({"bridge_querys": False})
 
 

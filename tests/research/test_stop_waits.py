@@ -42,7 +42,9 @@ class SlowToStop(ScriptedModel):
         super().__init__(script(), text=REPORT)
         self.unwound = False
 
-    async def _reply(self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None) -> Any:
+    async def _reply(
+        self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None
+    ) -> Any:
         if task == "reflect":
             self.blocked.set()
             try:
@@ -68,7 +70,9 @@ def saved(run_id: str) -> tuple[Any, list[Any], list[Any]]:
 
 async def test_stop_waits_for_a_slow_clean_up_and_keeps_the_evidence() -> None:
     model = SlowToStop()
-    engine = ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file)
+    engine = ResearchEngine(
+        model, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file
+    )
     events: list[ResearchEvent] = []
     work: asyncio.Task[Any] | None = None
     done_at_end: bool | None = None
@@ -96,7 +100,9 @@ async def test_stop_waits_for_a_slow_clean_up_and_keeps_the_evidence() -> None:
 
 async def test_closing_the_stream_waits_for_the_clean_up_too() -> None:
     model = SlowToStop()
-    engine = ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file)
+    engine = ResearchEngine(
+        model, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file
+    )
     stream = engine.run(QUESTION, run_id="closed")
     async for _event in stream:
         if model.blocked.is_set():
@@ -108,19 +114,27 @@ async def test_closing_the_stream_waits_for_the_clean_up_too() -> None:
     summary, stored_events, stored_evidence = saved("closed")
     assert summary is not None and summary.status == "cancelled"
     final = stored_events[-1]
-    assert isinstance(final, Finished) and final.stop_reason == "cancelled" and final.report.evidence
+    assert (
+        isinstance(final, Finished) and final.stop_reason == "cancelled" and final.report.evidence
+    )
     assert [e.chunk_id for e in stored_evidence] == [e.chunk_id for e in final.report.evidence]
 
 
 @pytest.mark.slow
-async def test_stopping_a_run_of_the_real_model_ends_its_work_and_keeps_the_evidence(starter_llm: Any) -> None:
-    engine = ResearchEngine(starter_llm, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file)
+async def test_stopping_a_run_of_the_real_model_ends_its_work_and_keeps_the_evidence(
+    starter_llm: Any,
+) -> None:
+    engine = ResearchEngine(
+        starter_llm, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file
+    )
     budget = Budget(max_rounds=3, max_subqueries=2, top_k=3, max_seconds=300)
     events: list[ResearchEvent] = []
     work: asyncio.Task[Any] | None = None
     asked_at = 0.0
     done_at_end: bool | None = None
-    async for event in engine.run(QUESTION, run_id="real", budget=budget, options={"report_max_tokens": 60}):
+    async for event in engine.run(
+        QUESTION, run_id="real", budget=budget, options={"report_max_tokens": 60}
+    ):
         events.append(event)
         if work is None and isinstance(event, EvidenceAdded):  # midway: something found, more to do
             work = mode_task("real")
@@ -141,5 +155,7 @@ async def test_stopping_a_run_of_the_real_model_ends_its_work_and_keeps_the_evid
     assert stored_events == events
     assert [e.chunk_id for e in stored_evidence] == found
     # the model is free again: the next call is answered, not queued behind a leftover generation
-    reply = await asyncio.wait_for(starter_llm.chat([{"role": "user", "content": "Say yes."}], max_tokens=4), 60)
+    reply = await asyncio.wait_for(
+        starter_llm.chat([{"role": "user", "content": "Say yes."}], max_tokens=4), 60
+    )
     assert reply.usage.completion_tokens >= 1

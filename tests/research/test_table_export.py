@@ -52,7 +52,10 @@ def test_a_value_in_its_evidence_is_kept_with_its_confidence() -> None:
 
 
 def test_an_invented_value_leaves_the_cell_empty() -> None:
-    assert checked_cell("Oracle Corporation", 0.95, "c1", "Milvus was created by Zilliz.") == TableCell()
+    assert (
+        checked_cell("Oracle Corporation", 0.95, "c1", "Milvus was created by Zilliz.")
+        == TableCell()
+    )
 
 
 def test_a_partly_supported_value_gets_low_confidence() -> None:
@@ -118,6 +121,9 @@ def test_markdown_cites_cells_and_marks_low_confidence() -> None:
 
 def test_write_table_by_suffix(tmp_path: Path) -> None:
     assert write_table(_table(), tmp_path / "t.csv").read_text().startswith("database,maker")
-    assert json.loads(write_table(_table(), tmp_path / "t.json").read_text())["entity_type"] == "database"
+    assert (
+        json.loads(write_table(_table(), tmp_path / "t.json").read_text())["entity_type"]
+        == "database"
+    )
     with pytest.raises(ValueError, match=r"use \.csv or \.json"):
         write_table(_table(), tmp_path / "t.xlsx")

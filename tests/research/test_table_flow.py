@@ -17,10 +17,16 @@ from app.research.entity_table import table_to_csv, table_to_json
 QUESTION = "Which vector databases are mentioned, and who makes each?"
 CHUNKS = [
     make_chunk("a", "Milvus is a vector database. It is made by Zilliz. It was released in 2019."),
-    make_chunk("b", "Qdrant is a vector database written in Rust. The Milvus project is open source."),
+    make_chunk(
+        "b", "Qdrant is a vector database written in Rust. The Milvus project is open source."
+    ),
     make_chunk("c", "Bananas grow in the tropics."),
 ]
-PLAN = {"entity_type": "vector database", "columns": ["maker", "language"], "queries": ["vector database"]}
+PLAN = {
+    "entity_type": "vector database",
+    "columns": ["maker", "language"],
+    "queries": ["vector database"],
+}
 
 
 def of(events: list[Any], kind: type) -> list[Any]:
@@ -30,9 +36,19 @@ def of(events: list[Any], kind: type) -> list[Any]:
 def extract(messages: list[Any], schema: dict[str, Any]) -> dict[str, Any]:
     prompt = "\n".join(m["content"] for m in messages)
     if 'id="a"' in prompt:
-        return {"entities": [{"name": "Milvus", "start": 1, "end": 2}, {"name": "Pinecone", "start": 1, "end": 1}]}
+        return {
+            "entities": [
+                {"name": "Milvus", "start": 1, "end": 2},
+                {"name": "Pinecone", "start": 1, "end": 1},
+            ]
+        }
     if 'id="b"' in prompt:
-        return {"entities": [{"name": "Qdrant", "start": 1, "end": 1}, {"name": "the Milvus", "start": 2, "end": 9}]}
+        return {
+            "entities": [
+                {"name": "Qdrant", "start": 1, "end": 1},
+                {"name": "the Milvus", "start": 2, "end": 9},
+            ]
+        }
     return {"entities": []}
 
 
@@ -42,7 +58,12 @@ def fill(messages: list[Any], schema: dict[str, Any]) -> dict[str, Any]:
         return {
             "cells": [
                 {"column": "maker", "value": "Zilliz", "confidence": 0.9, "source": 1},
-                {"column": "language", "value": "Go and C++", "confidence": 0.8, "source": 1},  # invented
+                {
+                    "column": "language",
+                    "value": "Go and C++",
+                    "confidence": 0.8,
+                    "source": 1,
+                },  # invented
             ]
         }
     return {"cells": [{"column": "language", "value": "Rust", "confidence": 0.7, "source": 7}]}
@@ -50,12 +71,15 @@ def fill(messages: list[Any], schema: dict[str, Any]) -> dict[str, Any]:
 
 async def run(model: ScriptedModel, budget: Budget | None = None) -> list[Any]:
     library = MemoryLibrary(list(CHUNKS))
-    return await collect(ResearchEngine(model, library).run(QUESTION, mode="table", budget=budget or Budget()))
+    return await collect(
+        ResearchEngine(model, library).run(QUESTION, mode="table", budget=budget or Budget())
+    )
 
 
 async def test_table_run_extracts_merges_and_fills_honest_cells() -> None:
     model = ScriptedModel(
-        {"table_plan": PLAN, "extract_entities": extract, "fill_cells": fill}, text="Two databases were found [1]."
+        {"table_plan": PLAN, "extract_entities": extract, "fill_cells": fill},
+        text="Two databases were found [1].",
     )
     events = await run(model)
     final = events[-1]
@@ -97,7 +121,9 @@ async def test_mentions_keep_the_chunks_own_sentences() -> None:
             quotes.append(prompt)
         return {"cells": []}
 
-    model = ScriptedModel({"table_plan": PLAN, "extract_entities": extract, "fill_cells": capture}, text="ok")
+    model = ScriptedModel(
+        {"table_plan": PLAN, "extract_entities": extract, "fill_cells": capture}, text="ok"
+    )
     events = await run(model)
     table = of(events, TableReady)[0].table
     assert all(cell == TableCell() for _, cells in table.rows for cell in cells)

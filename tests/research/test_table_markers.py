@@ -6,7 +6,9 @@ from app.research.sentence_markers import mark_sentences, parse_ranges, quote_fo
 
 
 def test_each_sentence_gets_a_number() -> None:
-    marked = mark_sentences("Milvus is a vector database. It was created by Zilliz in 2019! Is it fast? Yes.")
+    marked = mark_sentences(
+        "Milvus is a vector database. It was created by Zilliz in 2019! Is it fast? Yes."
+    )
     assert marked.text == (
         "<1> Milvus is a vector database. <2> It was created by Zilliz in 2019! <3> Is it fast? <4> Yes."
     )

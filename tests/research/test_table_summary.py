@@ -49,16 +49,21 @@ def test_a_clean_summary_is_left_as_written() -> None:
 def test_the_report_keeps_its_table_once_and_its_counts_follow() -> None:
     table = "## Index type table\n\n| index type | use |\n|---|---|\n| IVF_FLAT | speed [1] |"
     body = (
-        "Summarise what the table shows and what it leaves empty.\n\n| IVF_FLAT | speed [1] |\n\nIVF_FLAT is fast [1]."
+        "Summarise what the table shows and what it leaves empty.\n\n"
+        "| IVF_FLAT | speed [1] |\n\nIVF_FLAT is fast [1]."
     )
-    markdown = f"{table}\n\n{body}\n\n## Sources\n\n- [1] ivf.md\n\n## Open questions\n\n- None noted.\n"
+    markdown = (
+        f"{table}\n\n{body}\n\n## Sources\n\n- [1] ivf.md\n\n## Open questions\n\n- None noted.\n"
+    )
     report = Report(markdown=markdown, support=sentence_support(markdown, ()))
     tidied = tidy_table_report(report, len(table.splitlines()), [GUIDANCE, SYSTEM])
     assert tidied.markdown.startswith(table + "\n\nIVF_FLAT is fast [1].\n\n## Sources\n")
     assert tidied.markdown.count("| IVF_FLAT | speed [1] |") == 1
     assert "Summarise" not in tidied.markdown
     assert tidied.support == sentence_support(tidied.markdown, ())
-    assert tidy_table_report(tidied, len(table.splitlines()), [GUIDANCE, SYSTEM]) is tidied  # nothing left to tidy
+    assert (
+        tidy_table_report(tidied, len(table.splitlines()), [GUIDANCE, SYSTEM]) is tidied
+    )  # nothing left to tidy
 
 
 def test_planned_columns_never_repeat_the_entity_type_or_the_plan_schema() -> None:
@@ -66,5 +71,10 @@ def test_planned_columns_never_repeat_the_entity_type_or_the_plan_schema() -> No
 
     # what the starter model planned for "Which index types does Milvus support…?"
     planned = ["indexTypes", "columns", "Use case", "use cases", "entity_type", "Memory"]
-    assert plan_columns("indexTypes", planned, reserved=["entity_type", "columns", "queries"]) == ["Use case", "Memory"]
-    assert plan_columns("index type", ["columns"], reserved=["columns"]) == []  # the mode then uses "description"
+    assert plan_columns("indexTypes", planned, reserved=["entity_type", "columns", "queries"]) == [
+        "Use case",
+        "Memory",
+    ]
+    assert (
+        plan_columns("index type", ["columns"], reserved=["columns"]) == []
+    )  # the mode then uses "description"

@@ -42,7 +42,9 @@ OPTIONS = {"report_max_tokens": 160, "prompt_chars": 3000, "short_answer": True}
 
 @pytest.fixture(scope="module")
 def corpus(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> AppPaths:
-    paths, _files, finished = ingest_paragraphs(shared_data, tmp_path_factory.mktemp("writer-evidence-real"))
+    paths, _files, finished = ingest_paragraphs(
+        shared_data, tmp_path_factory.mktemp("writer-evidence-real")
+    )
     assert isinstance(finished, IngestFinished) and finished.failed == 0
     return paths
 
@@ -54,7 +56,9 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
     try:
         recording = RecordingModel(starter_llm)
         engine = ResearchEngine(recording, library)  # type: ignore[arg-type]
-        events = [e async for e in engine.run(QUESTION, mode="quick", budget=BUDGET, options=OPTIONS)]
+        events = [
+            e async for e in engine.run(QUESTION, mode="quick", budget=BUDGET, options=OPTIONS)
+        ]
         done = events[-1]
         assert isinstance(done, Finished), done
         report = done.report
@@ -65,7 +69,9 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
         # the chain comes first, in the record and in the writer's prompt
         assert list(report.written_from[:2]) == [first_link, second_link], report.written_from
         # the findings step reads the passages the writer is given, in that order
-        picking = next(p for p in reversed(recording.prompts) if "You read documents" in p[0]["content"])
+        picking = next(
+            p for p in reversed(recording.prompts) if "You read documents" in p[0]["content"]
+        )
         shown = [f for f in fences(picking) if f[1]]
         assert [title for _, title, _ in shown[:2]] == ["Maiden Japan", "Iron Maiden"], shown
         assert "Iron Maiden" in shown[0][2]  # the first link's snippet keeps the name of the second
@@ -77,7 +83,10 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
         for line in quotes:
             quoted, number = line[3:].rsplit("” [", 1)
             source = " ".join(by_number[int(number.rstrip("]"))].quote.split())
-            assert quoted.split(" … ")[0][:60].rstrip(" …") in source or len(source) >= 399, (line, source)
+            assert quoted.split(" … ")[0][:60].rstrip(" …") in source or len(source) >= 399, (
+                line,
+                source,
+            )
 
         # every sentence that restates the passages the writer read cites one that holds it
         written = {n: content_words(by_number[n].quote) for n in report.written_from}
@@ -94,8 +103,12 @@ async def test_the_writer_reads_the_chain_first_and_claims_cite_it(
         # them the answer rests on (see app.research.quote_choice), in the same order
         quoted_numbers = [int(line.rsplit("[", 1)[1].rstrip("]")) for line in quotes]
         assert [n for n in report.answer_from if n in quoted_numbers] == quoted_numbers
-        answer_prompt = next(p for p in reversed(recording.prompts) if "shortest answer" in p[0]["content"])
+        answer_prompt = next(
+            p for p in reversed(recording.prompts) if "shortest answer" in p[0]["content"]
+        )
         assert quotes[0][3:40] in answer_prompt[-1]["content"]
-        print(f"\nwriter read: {[t for _, t, _ in shown]}\nreport:\n{report.markdown}\nanswer: {report.answer!r}")
+        print(
+            f"\nwriter read: {[t for _, t, _ in shown]}\nreport:\n{report.markdown}\nanswer: {report.answer!r}"
+        )
     finally:
         await library.aclose()

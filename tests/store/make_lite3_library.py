@@ -50,9 +50,13 @@ def main() -> None:
 
     fathom("ingest", str(docs), "--collection", "harbour", "--quiet")
     (docs / "cranes.md").write_text(CHANGED, encoding="utf-8")
-    fathom("ingest", str(docs), "--collection", "harbour", "--quiet")  # cranes.md changed: indexed again
+    fathom(
+        "ingest", str(docs), "--collection", "harbour", "--quiet"
+    )  # cranes.md changed: indexed again
     fathom("remove", "--collection", "harbour", "--document", str(docs / "pilots.md"), "--yes")
-    (docs / "quay.md").write_text("Quay four is closed for repairs until spring.\n", encoding="utf-8")
+    (docs / "quay.md").write_text(
+        "Quay four is closed for repairs until spring.\n", encoding="utf-8"
+    )
     fathom("ingest", str(docs / "quay.md"), "--collection", "quay", "--quiet")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(OUT, "w:gz") as tar:

@@ -25,7 +25,9 @@ class KeywordSide:
         self.started = threading.Event()
         self.searched_from: str | None = None
 
-    def search(self, mname: str, *, data: list[str], anns_field: str, **_: Any) -> list[list[dict[str, Any]]]:
+    def search(
+        self, mname: str, *, data: list[str], anns_field: str, **_: Any
+    ) -> list[list[dict[str, Any]]]:
         assert anns_field != "dense", "the dense side must come from the copy"
         self.searched_from = threading.current_thread().name
         self.started.set()
@@ -113,7 +115,16 @@ def test_a_copy_keeping_bm25_searches_its_keywords_while_it_scans_the_vectors() 
     meet = Rendezvous()
     copy = DenseCache(4, keywords=True)
     copy.keywords = WaitingKeywords(meet)
-    copy.fill([(["a", "b"], ["d", "d"], np.eye(4, dtype=np.float32)[:2], ["apples and pears", "ships at sea"])])
+    copy.fill(
+        [
+            (
+                ["a", "b"],
+                ["d", "d"],
+                np.eye(4, dtype=np.float32)[:2],
+                ["apples and pears", "ships at sea"],
+            )
+        ]
+    )
     copy._index = WaitingScan(copy._index, meet)  # type: ignore[assignment]
     hits = search_with_copy(
         KeywordSide(),

@@ -50,7 +50,9 @@ def small_collections_are_copied(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def library(tmp_path: Path, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]) -> str:
+def library(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]
+) -> str:
     """A closed Milvus Lite file holding the corpus (102 chunks)."""
     uri = str(tmp_path / "milvus.db")
     with VectorStore(uri) as store:
@@ -94,7 +96,10 @@ def _exact_top(rows: dict[str, np.ndarray], query_vectors: np.ndarray, k: int) -
 
 
 def test_a_reopened_collection_is_searched_from_its_copy_with_milvus_results(
-    library: str, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray], searches: list[int]
+    library: str,
+    embedder: OnnxMiniLMEmbedder,
+    corpus: tuple[list[Chunk], np.ndarray],
+    searches: list[int],
 ) -> None:
     chunks, vectors = corpus
     query_vectors = embedder.embed(QUERIES)
@@ -102,19 +107,25 @@ def test_a_reopened_collection_is_searched_from_its_copy_with_milvus_results(
         copy = _copy(store)
         assert copy.chunk_ids() == {c.chunk_id for c in chunks}
         by_copy = {
-            mode: store.search(COLLECTION, QUERIES, query_vectors, mode=mode, top_k=8) for mode in ("dense", "hybrid")
+            mode: store.search(COLLECTION, QUERIES, query_vectors, mode=mode, top_k=8)
+            for mode in ("dense", "hybrid")
         }
         assert searches == [len(QUERIES), len(QUERIES)]
         # a filtered search is Milvus', and so, with the copy forgotten, is every search
-        store.search(COLLECTION, QUERIES, query_vectors, mode="dense", top_k=8, doc_ids=[PARTITIONS_DOC])
+        store.search(
+            COLLECTION, QUERIES, query_vectors, mode="dense", top_k=8, doc_ids=[PARTITIONS_DOC]
+        )
         assert len(searches) == 2
         dense_cache.drop(store._copies or {}, MNAME)
         by_milvus = {
-            mode: store.search(COLLECTION, QUERIES, query_vectors, mode=mode, top_k=8) for mode in ("dense", "hybrid")
+            mode: store.search(COLLECTION, QUERIES, query_vectors, mode=mode, top_k=8)
+            for mode in ("dense", "hybrid")
         }
         assert len(searches) == 2
 
-    exact = _exact_top(dict(zip((c.chunk_id for c in chunks), vectors, strict=True)), query_vectors, 8)
+    exact = _exact_top(
+        dict(zip((c.chunk_id for c in chunks), vectors, strict=True)), query_vectors, 8
+    )
     assert _ids(by_copy["dense"]) == exact
     # on 3.x the copy answers BM25 too, with statistics of the whole collection rather than
     # 3.x's per segment (tests/store/test_keyword_copy.py): its hybrid lists are its own
@@ -158,7 +169,9 @@ def test_writes_made_while_the_copy_fills_are_in_it_once_full(
         # a new document; one read on the first page and changed; a document and some chunks gone
         added = [
             Chunk(f"harbour:{i}", "harbour", COLLECTION, "/notes/harbour.md", text, chunk_no=i)
-            for i, text in enumerate(["The tide tables live in a green ledger.", "Pilots board at the outer buoy."])
+            for i, text in enumerate(
+                ["The tide tables live in a green ledger.", "Pilots board at the outer buoy."]
+            )
         ]
         store.insert(COLLECTION, added, embedder.embed([c.text for c in added]))
         changed = chunks[1]  # page 0 of the copy has been read
@@ -171,12 +184,17 @@ def test_writes_made_while_the_copy_fills_are_in_it_once_full(
         copy = _copy(store)
 
         expected = {c.chunk_id: v for c, v in zip(chunks, vectors, strict=True)}
-        expected |= {c.chunk_id: v for c, v in zip(added, embedder.embed([c.text for c in added]), strict=True)}
+        expected |= {
+            c.chunk_id: v
+            for c, v in zip(added, embedder.embed([c.text for c in added]), strict=True)
+        }
         expected[changed.chunk_id] = changed_vector
         for chunk in chunks:
             if chunk.doc_id == "musique-3" or chunk.chunk_id in gone:
                 del expected[chunk.chunk_id]
-        milvus_ids = {cid for ids in store.chunk_ids_by_document(COLLECTION).values() for cid in ids}
+        milvus_ids = {
+            cid for ids in store.chunk_ids_by_document(COLLECTION).values() for cid in ids
+        }
         assert copy.chunk_ids() == set(expected) == milvus_ids
         for chunk_id, vector in expected.items():
             unit = vector / np.linalg.norm(vector)
@@ -185,9 +203,14 @@ def test_writes_made_while_the_copy_fills_are_in_it_once_full(
         found = store.search(COLLECTION, QUERIES, query_vectors, mode="dense", top_k=10)
         assert searches == [len(QUERIES)]
         assert _ids(found) == _exact_top(expected, query_vectors, 10)
-        (ledger,) = store.search(COLLECTION, ["green ledger tide tables"], None, mode="bm25", top_k=1)
+        (ledger,) = store.search(
+            COLLECTION, ["green ledger tide tables"], None, mode="bm25", top_k=1
+        )
         (hybrid,) = store.search(
-            COLLECTION, ["green ledger tide tables"], embedder.embed(["green ledger tide tables"]), top_k=3
+            COLLECTION,
+            ["green ledger tide tables"],
+            embedder.embed(["green ledger tide tables"]),
+            top_k=3,
         )
         assert ledger[0].chunk.chunk_id == hybrid[0].chunk.chunk_id == "harbour:0"
 
@@ -199,9 +222,13 @@ def test_a_dropped_collection_forgets_its_copy_and_closing_stops_a_fill(
         _copy(store)
         store.drop_collection(COLLECTION)
         assert store._copy(MNAME) is None
-        store.ensure_collection(COLLECTION, embedder.dimension, embedder.model_name)  # empty: not copied
+        store.ensure_collection(
+            COLLECTION, embedder.dimension, embedder.model_name
+        )  # empty: not copied
         assert store._copy(MNAME) is None
-        assert store.search(COLLECTION, QUERIES[:1], embedder.embed(QUERIES[:1]), mode="dense") == [[]]
+        assert store.search(COLLECTION, QUERIES[:1], embedder.embed(QUERIES[:1]), mode="dense") == [
+            []
+        ]
 
     pages_read: list[int] = []
     started = threading.Event()
@@ -218,7 +245,13 @@ def test_a_dropped_collection_forgets_its_copy_and_closing_stops_a_fill(
 
     uri = str(Path(library).parent / "second.db")
     chunks = [
-        Chunk(f"d{i // 10}:{i % 10}", f"d{i // 10}", COLLECTION, f"/d{i // 10}.txt", f"note number {i}")
+        Chunk(
+            f"d{i // 10}:{i % 10}",
+            f"d{i // 10}",
+            COLLECTION,
+            f"/d{i // 10}.txt",
+            f"note number {i}",
+        )
         for i in range(60)
     ]
     with VectorStore(uri) as store:
@@ -246,7 +279,12 @@ def test_a_collection_past_one_query_of_rows_is_read_and_copied_whole(tmp_path: 
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     chunks = [
         Chunk(
-            f"d{i // per_doc}:{i % per_doc}", f"d{i // per_doc}", COLLECTION, "/d.txt", f"row {i}", chunk_no=i % per_doc
+            f"d{i // per_doc}:{i % per_doc}",
+            f"d{i // per_doc}",
+            COLLECTION,
+            "/d.txt",
+            f"row {i}",
+            chunk_no=i % per_doc,
         )
         for i in range(rows)
     ]
@@ -255,7 +293,9 @@ def test_a_collection_past_one_query_of_rows_is_read_and_copied_whole(tmp_path: 
         store.ensure_collection(COLLECTION, dimension, "random-unit-vectors")
         for start in range(0, rows, 2000):
             store.insert(COLLECTION, chunks[start : start + 2000], vectors[start : start + 2000])
-    queries = vectors[[3, 9_000, 16_999]] + 0.5 * rng.standard_normal((3, dimension)).astype(np.float32)
+    queries = vectors[[3, 9_000, 16_999]] + 0.5 * rng.standard_normal((3, dimension)).astype(
+        np.float32
+    )
     with VectorStore(uri) as store:
         assert store.count(COLLECTION) == rows
         assert store.doc_ids(COLLECTION) == {f"d{d}" for d in range(rows // per_doc)}
@@ -268,13 +308,17 @@ def test_a_collection_past_one_query_of_rows_is_read_and_copied_whole(tmp_path: 
     assert _ids(found) == exact
 
 
-def test_closing_while_the_ids_are_read_stops_the_fill_there(library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_closing_while_the_ids_are_read_stops_the_fill_there(
+    library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A million ids take a minute to read: closing the store must not wait for them
     (nor close the connection under the reader, which Milvus logs as an error)."""
     real = VectorStore._query_all
     first_rows_read, read_after_close = threading.Event(), []
 
-    def watched(self: VectorStore, mname: str, expr: str, fields: list[str] | None = None) -> Iterator[Any]:
+    def watched(
+        self: VectorStore, mname: str, expr: str, fields: list[str] | None = None
+    ) -> Iterator[Any]:
         filling = threading.current_thread().name.startswith("fathom-dense-copy")
         copy = self._copy(mname)
         for number, row in enumerate(real(self, mname, expr, fields)):
@@ -294,4 +338,6 @@ def test_closing_while_the_ids_are_read_stops_the_fill_there(library: str, monke
     assert copy is not None and copy.filler is not None
     store.close()
     assert not copy.filler.is_alive() and not copy.ready
-    assert len(read_after_close) <= 1, f"{len(read_after_close)} ids were read after the store closed"
+    assert len(read_after_close) <= 1, (
+        f"{len(read_after_close)} ids were read after the store closed"
+    )

@@ -18,7 +18,8 @@ from app.store.milvus_connection import lite_major_version
 from app.store.vectors import VectorStore
 
 pytestmark = pytest.mark.skipif(
-    lite_major_version() < 3, reason="the native engine moves a 3.x index over (test_engine_move.py)"
+    lite_major_version() < 3,
+    reason="the native engine moves a 3.x index over (test_engine_move.py)",
 )
 
 
@@ -27,7 +28,9 @@ def write_other_engines_database(path: Path) -> None:
     path.write_bytes(b"SQLite format 3\x00" + b"\x00" * 4080)
 
 
-def test_a_search_index_written_by_the_other_engine_is_refused_with_the_way_out(tmp_path: Path) -> None:
+def test_a_search_index_written_by_the_other_engine_is_refused_with_the_way_out(
+    tmp_path: Path,
+) -> None:
     database = tmp_path / "milvus.db"
     write_other_engines_database(database)
     before = sorted(p.name for p in tmp_path.rglob("*"))
@@ -58,11 +61,17 @@ def test_renaming_it_and_repairing_makes_the_library_searchable_again(tmp_path: 
     write_other_engines_database(database)
 
     refused = fathom("search", "green ledger", "--collection", "harbour")
-    assert refused.returncode != 0 and "was written by" in refused.stderr and "Traceback" not in refused.stderr
+    assert (
+        refused.returncode != 0
+        and "was written by" in refused.stderr
+        and "Traceback" not in refused.stderr
+    )
 
     aside = database.with_name("milvus.db.aside")
     database.rename(aside)  # what the message says: rename it
     repaired = fathom("repair")
-    assert repaired.returncode == 0 and "Repaired" in repaired.stdout, repaired.stdout + repaired.stderr
+    assert repaired.returncode == 0 and "Repaired" in repaired.stdout, (
+        repaired.stdout + repaired.stderr
+    )
     found = fathom("search", "green ledger", "--collection", "harbour")
     assert found.returncode == 0 and "harbour.md" in found.stdout, found.stderr

@@ -50,7 +50,9 @@ def test_the_rows_in_force_are_read_from_the_folder(tmp_path: Path) -> None:
 
 
 @native_only
-def test_fathom_moves_the_index_once_and_searches_it_without_embedding_again(fathom_home: Path) -> None:
+def test_fathom_moves_the_index_once_and_searches_it_without_embedding_again(
+    fathom_home: Path,
+) -> None:
     index = unpack_library(fathom_home)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
@@ -59,7 +61,10 @@ def test_fathom_moves_the_index_once_and_searches_it_without_embedding_again(fat
 
     first = fathom("search", "when did the gantry crane arrive", "--collection", "harbour")
     assert first.returncode == 0, first.stderr
-    assert "Moved the search index to the native Milvus Lite: 3 chunks in 2 collections" in first.stderr
+    assert (
+        "Moved the search index to the native Milvus Lite: 3 chunks in 2 collections"
+        in first.stderr
+    )
     assert "cranes.md" in first.stdout and "2019" in first.stdout
     assert index.is_file() and (index.parent / f"milvus.db{BACKUP_SUFFIX}" / "collections").is_dir()
 
@@ -71,13 +76,18 @@ def test_fathom_moves_the_index_once_and_searches_it_without_embedding_again(fat
     # the catalog and the moved index agree chunk for chunk: nothing to embed again
     check = fathom("repair", "--check")
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "The library is consistent: 2 collections, 3 indexed documents and 3 passages checked" in check.stdout
+    assert (
+        "The library is consistent: 2 collections, 3 indexed documents and 3 passages checked"
+        in check.stdout
+    )
 
 
 @native_only
 def test_a_move_cut_short_is_started_again_or_finished(tmp_path: Path) -> None:
     index = unpack_library(tmp_path)
-    (tmp_path / "data" / f"milvus{MOVING_SUFFIX}").write_bytes(b"half a database")  # killed mid-write
+    (tmp_path / "data" / f"milvus{MOVING_SUFFIX}").write_bytes(
+        b"half a database"
+    )  # killed mid-write
     with VectorStore(str(index)) as store:
         assert store.moved is not None and store.moved.chunks == 3
     # killed between the two renames: the folder is aside, the new file not yet in place

@@ -30,11 +30,15 @@ def history() -> Iterator[RunStore]:
 
 def damage(store: RunStore, run_id: str, seq: int, data: str) -> None:
     with store.db.conn:
-        store.db.execute("UPDATE research_events SET data = ? WHERE run_id = ? AND seq = ?", [data, run_id, seq])
+        store.db.execute(
+            "UPDATE research_events SET data = ? WHERE run_id = ? AND seq = ?", [data, run_id, seq]
+        )
 
 
 def stored_json(store: RunStore, run_id: str, seq: int) -> dict[str, Any]:
-    row = store.db.execute("SELECT data FROM research_events WHERE run_id = ? AND seq = ?", [run_id, seq]).fetchone()
+    row = store.db.execute(
+        "SELECT data FROM research_events WHERE run_id = ? AND seq = ?", [run_id, seq]
+    ).fetchone()
     data: dict[str, Any] = json.loads(row[0])
     return data
 
@@ -75,9 +79,16 @@ def test_a_run_saved_before_schema_versions_replays_its_tree_report_and_evidence
 def test_unreadable_events_are_skipped_counted_and_noted(history: RunStore) -> None:
     extra = stored_json(history, DEEP_RUN, 9)  # a ChunkJudged
     judged = f"{extra['node_id']}/{extra['chunk_id']}"
-    damage(history, DEEP_RUN, 9, json.dumps({**extra, "mood": "sure"}))  # a field no ChunkJudged has
+    damage(
+        history, DEEP_RUN, 9, json.dumps({**extra, "mood": "sure"})
+    )  # a field no ChunkJudged has
     damage(history, DEEP_RUN, 36, "{not json")
-    damage(history, DEEP_RUN, 37, json.dumps({**stored_json(history, DEEP_RUN, 37), "type": "ReportDeltaV9"}))
+    damage(
+        history,
+        DEEP_RUN,
+        37,
+        json.dumps({**stored_json(history, DEEP_RUN, 37), "type": "ReportDeltaV9"}),
+    )
     usage = stored_json(history, DEEP_RUN, 138)
     usage["total"]["prompt_tokens"] = "many"
     damage(history, DEEP_RUN, 138, json.dumps(usage))
@@ -87,7 +98,13 @@ def test_unreadable_events_are_skipped_counted_and_noted(history: RunStore) -> N
 
     stored = history.read_events(DEEP_RUN)
     assert [s.seq for s in stored.skipped] == [9, 36, 37, 137, 138]
-    assert [s.type for s in stored.skipped] == ["ChunkJudged", "ReportDelta", "ReportDelta", "Notice", "UsageUpdated"]
+    assert [s.type for s in stored.skipped] == [
+        "ChunkJudged",
+        "ReportDelta",
+        "ReportDelta",
+        "Notice",
+        "UsageUpdated",
+    ]
     assert len(stored.events) == EXPECTED[DEEP_RUN]["events"] - 5
     assert stored.note.startswith("5 events of this run could not be read and were skipped (")
     assert "bad JSON" in stored.note and "unknown event type 'ReportDeltaV9'" in stored.note
@@ -99,16 +116,23 @@ def test_unreadable_events_are_skipped_counted_and_noted(history: RunStore) -> N
     assert isinstance(note, Notice) and note.level == "warning" and note.message == stored.note
     tree = build_tree(replayed)
     assert tree.notices[0] == stored.note
-    assert "The model started repeating itself; its reply was cut there." not in tree.notices  # the damaged one
+    assert (
+        "The model started repeating itself; its reply was cut there." not in tree.notices
+    )  # the damaged one
     # everything else is as it was: the same nodes; only the chunk whose judgement was lost is unjudged
     expected_tree = [row[:3] + row[4:5] for row in EXPECTED[DEEP_RUN]["tree"]]
     assert [row[:3] + row[4:5] for row in outline(tree)] == expected_tree
     assert tree.find(judged) is not None and tree.find(judged).status == ""  # type: ignore[union-attr]
     final = replayed[-1]
-    assert isinstance(final, Finished) and sha256(final.report.markdown) == EXPECTED[DEEP_RUN]["report_sha256"]
+    assert (
+        isinstance(final, Finished)
+        and sha256(final.report.markdown) == EXPECTED[DEEP_RUN]["report_sha256"]
+    )
 
 
-def test_a_run_whose_start_and_end_cannot_be_read_is_rebuilt_from_its_summary(history: RunStore) -> None:
+def test_a_run_whose_start_and_end_cannot_be_read_is_rebuilt_from_its_summary(
+    history: RunStore,
+) -> None:
     last = EXPECTED[DEEP_RUN]["events"]
     damage(history, DEEP_RUN, 1, "")
     damage(history, DEEP_RUN, last, json.dumps({"type": "Finished", "v": 99}))
@@ -130,7 +154,9 @@ def test_an_end_whose_report_is_damaged_falls_back_to_the_saved_text(history: Ru
     last = EXPECTED[DEEP_RUN]["events"]
     damage(history, DEEP_RUN, last, "[]")
     with history.db.conn:
-        history.db.execute("UPDATE research_runs SET report = '{\"markdown\": 5' WHERE run_id = ?", [DEEP_RUN])
+        history.db.execute(
+            "UPDATE research_runs SET report = '{\"markdown\": 5' WHERE run_id = ?", [DEEP_RUN]
+        )
     assert history.load_report(DEEP_RUN) is None
     final = history.read_events(DEEP_RUN).events[-1]
     assert isinstance(final, Finished)
@@ -145,15 +171,22 @@ def test_damaged_summary_rows_still_list(history: RunStore) -> None:
             "UPDATE research_runs SET collections = '[oops', started_at = 'yesterday', calls = NULL WHERE run_id = ?",
             [TABLE_RUN],
         )
-        history.db.execute("UPDATE research_evidence SET status = 'maybe' WHERE run_id = ? AND number = 1", [DEEP_RUN])
-        history.db.execute("UPDATE research_evidence SET number = 'x' WHERE run_id = ? AND number = 2", [DEEP_RUN])
+        history.db.execute(
+            "UPDATE research_evidence SET status = 'maybe' WHERE run_id = ? AND number = 1",
+            [DEEP_RUN],
+        )
+        history.db.execute(
+            "UPDATE research_evidence SET number = 'x' WHERE run_id = ? AND number = 2", [DEEP_RUN]
+        )
     listed = {r.run_id: r for r in history.list_runs()}
     assert set(listed) == {DEEP_RUN, TABLE_RUN, STOPPED_RUN}
     damaged = listed[TABLE_RUN]
     assert damaged.collections == () and damaged.started_at == 0.0 and damaged.calls == 0
     assert damaged.question == EXPECTED[TABLE_RUN]["question"]
     evidence = history.load_evidence(DEEP_RUN)
-    assert [e.chunk_id for e in evidence] == [c for i, c in enumerate(EXPECTED[DEEP_RUN]["evidence"]) if i != 1]
+    assert [e.chunk_id for e in evidence] == [
+        c for i, c in enumerate(EXPECTED[DEEP_RUN]["evidence"]) if i != 1
+    ]
     assert evidence[0].status == "unverified"
 
 
@@ -166,7 +199,9 @@ def run_command(name: str, *argv: str) -> int:
     return int(module.run(parser.parse_args(list(argv))))
 
 
-def test_fathom_show_says_what_it_skipped(history: RunStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fathom_show_says_what_it_skipped(
+    history: RunStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     damage(history, DEEP_RUN, 9, "{not json")
     damage(history, DEEP_RUN, 36, json.dumps({"type": "Hologram", "run_id": DEEP_RUN}))
     history.close()
@@ -184,7 +219,10 @@ def test_fathom_show_says_what_it_skipped(history: RunStore, capsys: pytest.Capt
 
     assert run_command("show", DEEP_RUN, "--json") == 0
     data = json.loads(capsys.readouterr().out)
-    assert [(s["seq"], s["type"]) for s in data["skipped_events"]] == [(9, "ChunkJudged"), (36, "ReportDelta")]
+    assert [(s["seq"], s["type"]) for s in data["skipped_events"]] == [
+        (9, "ChunkJudged"),
+        (36, "ReportDelta"),
+    ]
     assert len(data["events"]) == EXPECTED[DEEP_RUN]["events"] - 2
     assert data["note"].startswith("2 events of this run")
 
@@ -192,13 +230,19 @@ def test_fathom_show_says_what_it_skipped(history: RunStore, capsys: pytest.Capt
     assert "could not be read" not in capsys.readouterr().out
 
 
-def test_fathom_history_lists_runs_with_damaged_rows(history: RunStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fathom_history_lists_runs_with_damaged_rows(
+    history: RunStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     with history.db.conn:
-        history.db.execute("UPDATE research_runs SET collections = '{' WHERE run_id = ?", [STOPPED_RUN])
+        history.db.execute(
+            "UPDATE research_runs SET collections = '{' WHERE run_id = ?", [STOPPED_RUN]
+        )
     history.close()
     assert run_command("history") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4 and all(any(r in line for line in lines) for r in (DEEP_RUN, TABLE_RUN, STOPPED_RUN))
+    assert len(lines) == 4 and all(
+        any(r in line for line in lines) for r in (DEEP_RUN, TABLE_RUN, STOPPED_RUN)
+    )
 
 
 def test_the_fixture_is_untouched_sqlite(tmp_path: Path) -> None:
@@ -207,7 +251,9 @@ def test_the_fixture_is_untouched_sqlite(tmp_path: Path) -> None:
     try:
         runs = {row[0] for row in conn.execute("SELECT run_id FROM research_runs")}
         events = conn.execute("SELECT COUNT(*) FROM research_events").fetchone()[0]
-        versions = conn.execute("SELECT COUNT(*) FROM research_events WHERE data LIKE '%\"v\":%'").fetchone()[0]
+        versions = conn.execute(
+            "SELECT COUNT(*) FROM research_events WHERE data LIKE '%\"v\":%'"
+        ).fetchone()[0]
     finally:
         conn.close()
     assert runs == set(EXPECTED) and events == sum(e["events"] for e in EXPECTED.values())

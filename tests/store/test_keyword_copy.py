@@ -54,14 +54,18 @@ def reference(texts: dict[str, str], query: str, k: int) -> list[tuple[str, floa
         for key, c in counts.items():
             if word in c:
                 tf, length = c[word], sum(c.values())
-                norm = tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
+                norm = (
+                    tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
+                )
                 scores[key] = scores.get(key, 0.0) + times * idf * norm
     return sorted(scores.items(), key=lambda item: -item[1])[:k]
 
 
 def _same(found: list[tuple[str, float]], expected: list[tuple[str, float]]) -> None:
     assert [key for key, _ in found] == [key for key, _ in expected]
-    assert [score for _, score in found] == pytest.approx([score for _, score in expected], rel=1e-4)
+    assert [score for _, score in found] == pytest.approx(
+        [score for _, score in expected], rel=1e-4
+    )
 
 
 def test_words_are_cut_as_the_native_engine_cuts_them() -> None:
@@ -78,7 +82,9 @@ def test_words_are_cut_as_the_native_engine_cuts_them() -> None:
     ]
 
 
-def test_the_index_scores_as_bm25_over_what_is_left_after_writes_and_merges(shared_data: Path) -> None:
+def test_the_index_scores_as_bm25_over_what_is_left_after_writes_and_merges(
+    shared_data: Path,
+) -> None:
     chunks = build_chunks(shared_data, COLLECTION)
     index = KeywordIndex()
     alive: dict[str, str] = {}  # chunk id → text, as the collection holds it
@@ -90,7 +96,12 @@ def test_the_index_scores_as_bm25_over_what_is_left_after_writes_and_merges(shar
             changed, removed = chunks[start - 8], chunks[start - 7]
             index.remove([row_of[changed.chunk_id], row_of.pop(removed.chunk_id)])
             del alive[removed.chunk_id]
-            batch = [*batch, Chunk(changed.chunk_id, changed.doc_id, COLLECTION, changed.path, "partition keys now")]
+            batch = [
+                *batch,
+                Chunk(
+                    changed.chunk_id, changed.doc_id, COLLECTION, changed.path, "partition keys now"
+                ),
+            ]
         rows = list(range(next_row, next_row + len(batch)))
         next_row += len(batch)
         index.add(rows, [c.text for c in batch])
@@ -104,7 +115,10 @@ def test_the_index_scores_as_bm25_over_what_is_left_after_writes_and_merges(shar
     assert len(index._runs) <= MAX_RUNS
     with pytest.raises(ValueError, match="already indexed"):
         index.add([row_of[chunks[-1].chunk_id]], ["again"])
-    assert index.search(["the of and", "zzzz-unknown"], 5) == [[], []]  # stop words only; no such word
+    assert index.search(["the of and", "zzzz-unknown"], 5) == [
+        [],
+        [],
+    ]  # stop words only; no such word
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +162,10 @@ def test_a_large_collection_on_lite3_answers_bm25_from_the_copy(
         hybrid = store.search(COLLECTION, QUERIES, query_vectors, mode="hybrid", top_k=5)
         matrix = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         for q, (query, hits) in enumerate(zip(QUERIES, hybrid, strict=True)):
-            near = [chunks[j].chunk_id for j in np.argsort(-(matrix @ query_vectors[q]), kind="stable")[:20]]
+            near = [
+                chunks[j].chunk_id
+                for j in np.argsort(-(matrix @ query_vectors[q]), kind="stable")[:20]
+            ]
             by_words = [key for key, _ in reference(texts, query, 20)]
             fused: dict[str, float] = {}
             for ranked in (near, by_words):
@@ -159,7 +176,13 @@ def test_a_large_collection_on_lite3_answers_bm25_from_the_copy(
 
         # kept in step with writes: a document gone, a chunk added, the statistics with them
         store.delete_document(COLLECTION, PARTITIONS_DOC)
-        added = Chunk("harbour:0", "harbour", COLLECTION, "/notes/harbour.md", "Partition the tide tables by harbour.")
+        added = Chunk(
+            "harbour:0",
+            "harbour",
+            COLLECTION,
+            "/notes/harbour.md",
+            "Partition the tide tables by harbour.",
+        )
         store.insert(COLLECTION, [added], embedder.embed([added.text]))
         texts = {key: text for key, text in texts.items() if not key.startswith(PARTITIONS_DOC)}
         texts[added.chunk_id] = added.text

@@ -74,7 +74,9 @@ def test_word_statistics_follow_every_write(
         store.insert("notes", in_collection(chunks[60:], "notes"), vectors[60:])  # new rows
         same_as_rows(stats, store, "notes")
         rewritten = [dataclasses.replace(c, text=c.text + " zymurgy quokka") for c in chunks[70:75]]
-        store.insert("notes", in_collection(rewritten, "notes"), vectors[70:75])  # rows written again in place
+        store.insert(
+            "notes", in_collection(rewritten, "notes"), vectors[70:75]
+        )  # rows written again in place
         same_as_rows(stats, store, "notes")
         assert stats.df["quokka"] == 5
         store.delete_document("notes", chunks[0].doc_id)  # the Milvus page: 12 chunks
@@ -89,17 +91,26 @@ def test_word_statistics_follow_every_write(
 
 
 def exact_ranking(
-    chunks: list[Chunk], vectors: np.ndarray, query: str, query_vector: np.ndarray, mode: str, top_k: int
+    chunks: list[Chunk],
+    vectors: np.ndarray,
+    query: str,
+    query_vector: np.ndarray,
+    mode: str,
+    top_k: int,
 ) -> list[str]:
     """The exact ranking of ``chunks`` as one library: cosine, BM25 with the statistics
     of all of them, or the two fused by reciprocal rank (each ``max(2·top_k, 20)`` long)."""
     stats = WordStats()
     stats.fill([[c.text for c in chunks]])
     library = LibraryWords.of([stats], [query])
-    cosine = vectors @ query_vector / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector))
+    cosine = (
+        vectors @ query_vector / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector))
+    )
     by_meaning = [chunks[i].chunk_id for i in np.argsort(-cosine, kind="stable")]
     scores = [bm25_score(query, Counter(words(c.text)), library) for c in chunks]
-    by_words = [chunks[i].chunk_id for i in np.argsort(-np.array(scores), kind="stable") if scores[i] > 0]
+    by_words = [
+        chunks[i].chunk_id for i in np.argsort(-np.array(scores), kind="stable") if scores[i] > 0
+    ]
     if mode == "dense":
         return by_meaning[:top_k]
     if mode == "bm25":
@@ -119,7 +130,9 @@ def test_two_collections_rank_their_rows_as_the_exact_ranking_of_all_of_them(
             store.ensure_collection(name, embedder.dimension, embedder.model_name)
             store.insert(name, in_collection(chunks[rows], name), vectors[rows])
         for mode in ("dense", "bm25", "hybrid"):
-            as_one = store.search_library(["big", "small"], QUERIES, question_vectors, mode=mode, top_k=8)  # type: ignore[arg-type]
+            as_one = store.search_library(
+                ["big", "small"], QUERIES, question_vectors, mode=mode, top_k=8
+            )  # type: ignore[arg-type]
             for query, vector, found in zip(QUERIES, question_vectors, as_one, strict=True):
                 exact = exact_ranking(chunks, vectors, query, vector, mode, 8)
                 got = [h.chunk.chunk_id for h in found]
@@ -127,9 +140,19 @@ def test_two_collections_rank_their_rows_as_the_exact_ranking_of_all_of_them(
                 assert set(got) == set(exact) and got[0] == exact[0], (mode, query, got, exact)
         # each collection's own fused scores, merged, rank otherwise: the small one's first
         # hits tie with the big one's whatever they say
-        each = [store.search(name, QUERIES, question_vectors, mode="hybrid", top_k=8) for name in ("big", "small")]
-        merged = [sorted((h for found in each for h in found[i]), key=lambda h: -h.score)[:8] for i in range(4)]
-        exact_hybrid = [
-            exact_ranking(chunks, vectors, q, v, "hybrid", 8) for q, v in zip(QUERIES, question_vectors, strict=True)
+        each = [
+            store.search(name, QUERIES, question_vectors, mode="hybrid", top_k=8)
+            for name in ("big", "small")
         ]
-        assert any({h.chunk.chunk_id for h in m} != set(e) for m, e in zip(merged, exact_hybrid, strict=True))
+        merged = [
+            sorted((h for found in each for h in found[i]), key=lambda h: -h.score)[:8]
+            for i in range(4)
+        ]
+        exact_hybrid = [
+            exact_ranking(chunks, vectors, q, v, "hybrid", 8)
+            for q, v in zip(QUERIES, question_vectors, strict=True)
+        ]
+        assert any(
+            {h.chunk.chunk_id for h in m} != set(e)
+            for m, e in zip(merged, exact_hybrid, strict=True)
+        )

@@ -89,7 +89,9 @@ def test_the_instance_lock_refuses_a_second_process_and_frees_on_death(
     with pytest.raises(StoreLocked) as caught:
         acquire_instance_lock(app_paths())
     assert caught.value.message == LOCKED_MESSAGE
-    assert str(caught.value).startswith("This library is already open by another Fathom window. Close")
+    assert str(caught.value).startswith(
+        "This library is already open by another Fathom window. Close"
+    )
 
     other.send_signal(signal.SIGKILL)  # a crash, not a clean exit
     other.wait(timeout=30)
@@ -105,7 +107,10 @@ def test_a_library_held_by_a_terminal_command_says_so(holder: list[subprocess.Po
     with pytest.raises(StoreLocked) as caught:
         acquire_instance_lock(app_paths())
     said = caught.value.message
-    assert said == f"This library is already open by 'fathom ingest' in a terminal (process {other.pid})."
+    assert (
+        said
+        == f"This library is already open by 'fathom ingest' in a terminal (process {other.pid})."
+    )
 
 
 def test_the_instance_lock_is_taken_once_and_can_be_taken_again_after_close() -> None:
@@ -143,6 +148,11 @@ def test_the_refused_process_says_one_sentence_and_no_traceback(tmp_path: Path) 
 
     # once this process lets go, the other one can open it
     allowed = subprocess.run(
-        [sys.executable, "-c", TRY_OPEN, uri], capture_output=True, text=True, env=_env(), cwd=REPO_ROOT, timeout=120
+        [sys.executable, "-c", TRY_OPEN, uri],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=REPO_ROOT,
+        timeout=120,
     )
     assert allowed.returncode == 0 and allowed.stdout.strip() == "opened", allowed.stderr

@@ -28,7 +28,8 @@ COLLECTION = "Team notes"
 SCHISM_QUERY = "the split between the Catholic Church and the Eastern Orthodox churches in 1054"
 PARTITION_QUERY = "how do I create a partition"
 NOTE = (
-    "This Milvus server (2.3.5) has no BM25 keyword search (it needs Milvus 2.5 or later): searching by meaning only."
+    "This Milvus server (2.3.5) has no BM25 keyword search (it needs Milvus 2.5 or later): "
+    "searching by meaning only."
 )
 
 
@@ -37,7 +38,9 @@ def server_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     started = time.perf_counter()
     try:
         with milvus_server(tmp_path_factory.mktemp("milvus-server")) as uri:
-            logging.getLogger(__name__).info("Milvus server up in %.1f s", time.perf_counter() - started)
+            logging.getLogger(__name__).info(
+                "Milvus server up in %.1f s", time.perf_counter() - started
+            )
             yield uri
     except ServerUnavailable as exc:
         pytest.skip(f"no Milvus server to test against: {exc}")
@@ -73,16 +76,25 @@ def _schism_id(chunks: list[Chunk]) -> str:
     return next(c.chunk_id for c in chunks if c.title == "East–West Schism")
 
 
-def test_an_older_server_is_recognised_and_said_so_once(server_uri: str, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="app.store.vectors"), VectorStore(server_uri) as vs:
+def test_an_older_server_is_recognised_and_said_so_once(
+    server_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.WARNING, logger="app.store.vectors"),
+        VectorStore(server_uri) as vs,
+    ):
         assert not vs.is_lite
         assert "2.3.5" in vs.server_version
         assert vs.keyword_search_available is False
         assert vs.search_note == NOTE
         vs.ensure_collection("said once", 4, "m")
-        vs.insert("said once", [Chunk("x", "d", "said once", "/p", "some text")], [[1.0, 0.0, 0.0, 0.0]])
+        vs.insert(
+            "said once", [Chunk("x", "d", "said once", "/p", "some text")], [[1.0, 0.0, 0.0, 0.0]]
+        )
         for mode in ("bm25", "hybrid", "bm25"):
-            assert _ids(vs.search("said once", ["text"], [[1.0, 0.0, 0.0, 0.0]], mode=mode)[0]) == ["x"]  # type: ignore[arg-type]
+            assert _ids(vs.search("said once", ["text"], [[1.0, 0.0, 0.0, 0.0]], mode=mode)[0]) == [
+                "x"
+            ]  # type: ignore[arg-type]
         vs.drop_collection("said once")
     store_warnings = [r.getMessage() for r in caplog.records if r.name == "app.store.vectors"]
     assert store_warnings == [NOTE]
@@ -101,7 +113,10 @@ def test_a_collection_is_made_without_the_keyword_field_and_keeps_its_metadata(
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 def test_a_known_passage_is_found_and_keyword_modes_search_by_meaning(
-    store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray], mode: str
+    store: VectorStore,
+    embedder: OnnxMiniLMEmbedder,
+    corpus: tuple[list[Chunk], np.ndarray],
+    mode: str,
 ) -> None:
     queries = [SCHISM_QUERY, PARTITION_QUERY]
     vectors = embedder.embed(queries)
@@ -114,11 +129,15 @@ def test_a_known_passage_is_found_and_keyword_modes_search_by_meaning(
     for hits, query in zip(results, queries, strict=True):
         assert len(hits) == 5 and all(h.query == query for h in hits)
         scores = [h.score for h in hits]
-        assert scores == sorted(scores, reverse=True) and 0 < scores[0] <= 1.0001  # cosine similarity
+        assert (
+            scores == sorted(scores, reverse=True) and 0 < scores[0] <= 1.0001
+        )  # cosine similarity
     assert [_ids(hits) for hits in results] == [_ids(hits) for hits in dense]
 
 
-def test_a_keyword_only_search_without_vectors_is_refused_with_the_reason(store: VectorStore) -> None:
+def test_a_keyword_only_search_without_vectors_is_refused_with_the_reason(
+    store: VectorStore,
+) -> None:
     with pytest.raises(StoreError) as caught:
         store.search(COLLECTION, [PARTITION_QUERY], None, mode="bm25")
     assert caught.value.message.startswith(NOTE)
@@ -129,23 +148,35 @@ def test_filters_by_document_and_by_path_prefix(
     store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]
 ) -> None:
     vector = embedder.embed([PARTITION_QUERY])
-    only_musique = store.search(COLLECTION, [PARTITION_QUERY], vector, doc_ids=["musique-1", "musique-2"], top_k=30)[0]
-    assert {h.chunk.doc_id for h in only_musique} == {"musique-1", "musique-2"} and len(only_musique) == 20
+    only_musique = store.search(
+        COLLECTION, [PARTITION_QUERY], vector, doc_ids=["musique-1", "musique-2"], top_k=30
+    )[0]
+    assert {h.chunk.doc_id for h in only_musique} == {"musique-1", "musique-2"} and len(
+        only_musique
+    ) == 20
 
-    by_path = store.search(COLLECTION, [PARTITION_QUERY], vector, path_prefix="/corpus/musique/musique-3", top_k=30)[0]
+    by_path = store.search(
+        COLLECTION, [PARTITION_QUERY], vector, path_prefix="/corpus/musique/musique-3", top_k=30
+    )[0]
     assert {h.chunk.doc_id for h in by_path} == {"musique-3"} and len(by_path) == 10
 
     milvus_page = str(Path(corpus[0][0].path).parent)
-    docs = store.search(COLLECTION, [PARTITION_QUERY], vector, mode="hybrid", path_prefix=milvus_page, top_k=30)[0]
+    docs = store.search(
+        COLLECTION, [PARTITION_QUERY], vector, mode="hybrid", path_prefix=milvus_page, top_k=30
+    )[0]
     assert {h.chunk.doc_id for h in docs} == {PARTITIONS_DOC}
 
 
-def test_chunks_round_trip_with_their_metadata(store: VectorStore, corpus: tuple[list[Chunk], np.ndarray]) -> None:
+def test_chunks_round_trip_with_their_metadata(
+    store: VectorStore, corpus: tuple[list[Chunk], np.ndarray]
+) -> None:
     chunks = corpus[0]
     wanted = [chunks[15].chunk_id, chunks[0].chunk_id, "no-such-chunk"]
     assert store.get_chunks(COLLECTION, wanted) == [chunks[15], chunks[0]]
     assert store.count(COLLECTION) == len(chunks)
-    assert sorted(store.document_chunk_ids(COLLECTION, "musique-0")) == [f"musique-0:{i}" for i in range(10)]
+    assert sorted(store.document_chunk_ids(COLLECTION, "musique-0")) == [
+        f"musique-0:{i}" for i in range(10)
+    ]
     by_document = store.chunk_ids_by_document(COLLECTION)  # read with a query iterator on a server
     assert sum(len(ids) for ids in by_document.values()) == len(chunks)
     assert store.doc_ids(COLLECTION) == {c.doc_id for c in chunks}
@@ -153,7 +184,10 @@ def test_chunks_round_trip_with_their_metadata(store: VectorStore, corpus: tuple
 
 
 def test_a_new_store_on_the_same_server_finds_the_same_chunks(
-    server_uri: str, store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]
+    server_uri: str,
+    store: VectorStore,
+    embedder: OnnxMiniLMEmbedder,
+    corpus: tuple[list[Chunk], np.ndarray],
 ) -> None:
     chunks = corpus[0]
     with VectorStore(server_uri) as other:  # a teammate's Fathom, while this one stays open
@@ -164,7 +198,9 @@ def test_a_new_store_on_the_same_server_finds_the_same_chunks(
         assert hits[0].chunk.chunk_id == _schism_id(chunks)
         with pytest.raises(EmbeddingMismatch):
             other.ensure_collection(COLLECTION, 768, "ollama:nomic-embed-text")
-    assert store.count(COLLECTION) == len(chunks)  # closing the other store left this one's connection open
+    assert store.count(COLLECTION) == len(
+        chunks
+    )  # closing the other store left this one's connection open
 
 
 def test_deleting_a_document_removes_all_its_chunks(
@@ -174,14 +210,18 @@ def test_deleting_a_document_removes_all_its_chunks(
     with VectorStore(server_uri) as vs:
         vs.ensure_collection("deleting", embedder.dimension, embedder.model_name)
         vs.insert("deleting", chunks, vectors)
-        vs.insert("deleting", chunks[:20], vectors[:20])  # a crashed ingest redoing a document: no duplicates
+        vs.insert(
+            "deleting", chunks[:20], vectors[:20]
+        )  # a crashed ingest redoing a document: no duplicates
         assert vs.count("deleting") == len(chunks)
         vs.delete_document("deleting", PARTITIONS_DOC)
 
         left = len(chunks) - sum(c.doc_id == PARTITIONS_DOC for c in chunks)
         assert vs.count("deleting") == left  # seen at once: collections are made Strong-consistent
         assert vs.document_chunk_ids("deleting", PARTITIONS_DOC) == []
-        hits = vs.search("deleting", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), top_k=20)[0]
+        hits = vs.search(
+            "deleting", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), top_k=20
+        )[0]
         assert PARTITIONS_DOC not in {h.chunk.doc_id for h in hits} and len(hits) == 20
         vs.delete_chunks("deleting", ["musique-0:0", "musique-0:1", "no-such-chunk"])
         assert vs.count("deleting") == left - 2
@@ -196,7 +236,9 @@ def test_any_collection_name_works_and_is_listed_as_given(server_uri: str) -> No
     with VectorStore(server_uri) as vs:
         for name in names:
             vs.ensure_collection(name, 4, "m")
-            vs.insert(name, [Chunk("x", "d", name, "/p", f"text of {name}")], [[1.0, 0.0, 0.0, 0.0]])
+            vs.insert(
+                name, [Chunk("x", "d", name, "/p", f"text of {name}")], [[1.0, 0.0, 0.0, 0.0]]
+            )
         assert set(names) <= set(vs.list_collections())
         assert vs.get_chunks("研究ノート", ["x"])[0].text == "text of 研究ノート"
         assert vs.search("a/b:c", ["anything"], [[0.0, 1.0, 0.0, 0.0]])[0][0].chunk.chunk_id == "x"
@@ -210,12 +252,17 @@ def test_any_collection_name_works_and_is_listed_as_given(server_uri: str) -> No
 def test_more_rows_than_one_page_are_all_read(server_uri: str) -> None:
     """A server caps one query at 16,384 rows, so the store pages through them (1,000 a page)."""
     rows = 2_500
-    chunks = [Chunk(f"d{i % 3}:{i}", f"d{i % 3}", "paged", "/p", f"row {i}", chunk_no=i) for i in range(rows)]
+    chunks = [
+        Chunk(f"d{i % 3}:{i}", f"d{i % 3}", "paged", "/p", f"row {i}", chunk_no=i)
+        for i in range(rows)
+    ]
     vectors = np.random.default_rng(0).standard_normal((rows, 4))
     with VectorStore(server_uri) as vs:
         vs.ensure_collection("paged", 4, "m")
         vs.insert("paged", chunks, vectors)
-        assert len(vs.document_chunk_ids("paged", "d1")) == len([c for c in chunks if c.doc_id == "d1"])
+        assert len(vs.document_chunk_ids("paged", "d1")) == len(
+            [c for c in chunks if c.doc_id == "d1"]
+        )
         assert {doc: len(ids) for doc, ids in vs.chunk_ids_by_document("paged").items()} == {
             "d0": 834,
             "d1": 833,
@@ -236,14 +283,31 @@ def test_fathom_on_the_server_answers_a_keyword_search_by_meaning_and_says_why(
     from app.core.settings import Settings, StoreSettings, save_settings
 
     paths = app_paths().ensure()
-    save_settings(dataclasses.replace(Settings(), store=StoreSettings(milvus_uri=server_uri)), paths.settings_file)
+    save_settings(
+        dataclasses.replace(Settings(), store=StoreSettings(milvus_uri=server_uri)),
+        paths.settings_file,
+    )
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "harbour.md").write_text("The harbour office keeps its tide tables in a green ledger.\n", encoding="utf-8")
+    (docs / "harbour.md").write_text(
+        "The harbour office keeps its tide tables in a green ledger.\n", encoding="utf-8"
+    )
     assert main(["ingest", str(docs), "--collection", "team harbour", "--quiet"]) == 0
     capsys.readouterr()
 
-    assert main(["search", "where are the tide tables kept", "--collection", "team harbour", "--mode", "bm25"]) == 0
+    assert (
+        main(
+            [
+                "search",
+                "where are the tide tables kept",
+                "--collection",
+                "team harbour",
+                "--mode",
+                "bm25",
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     assert "harbour.md" in out
     assert NOTE in err

@@ -32,7 +32,8 @@ def _state_writes(path: Path) -> list[str]:
     skipped = {
         id(inner)
         for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and (str(path.relative_to(APP.parent)), node.name) in NOT_LIBRARY_STATE
+        if isinstance(node, ast.FunctionDef)
+        and (str(path.relative_to(APP.parent)), node.name) in NOT_LIBRARY_STATE
         for inner in ast.walk(node)
     }
     for node in ast.walk(tree):
@@ -42,12 +43,16 @@ def _state_writes(path: Path) -> list[str]:
             receiver = ast.unparse(node.func.value)
             for kind, methods in STATE_WRITES.items():
                 if receiver.endswith(kind) and node.func.attr in methods:
-                    found.append(f"{path.relative_to(APP.parent)}:{node.lineno} {receiver}.{node.func.attr}")
+                    found.append(
+                        f"{path.relative_to(APP.parent)}:{node.lineno} {receiver}.{node.func.attr}"
+                    )
     return found
 
 
 def test_only_the_ledger_writes_document_and_collection_state() -> None:
-    writers = [hit for path in sorted(APP.rglob("*.py")) if path != OWNER for hit in _state_writes(path)]
+    writers = [
+        hit for path in sorted(APP.rglob("*.py")) if path != OWNER for hit in _state_writes(path)
+    ]
     assert writers == []
 
 

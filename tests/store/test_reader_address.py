@@ -49,13 +49,17 @@ def test_an_address_left_by_a_killed_fathom_is_not_trusted(served: tuple[str, st
     assert reader_address.find(app_paths(), database) is None
 
 
-def test_an_address_of_another_database_or_a_gone_socket_is_not_trusted(served: tuple[str, str]) -> None:
+def test_an_address_of_another_database_or_a_gone_socket_is_not_trusted(
+    served: tuple[str, str],
+) -> None:
     uri, database = served
     _write(uri, database + ".other", pid=4242, holder=4242)
     assert reader_address.find(app_paths(), database) is None
     _write(uri + ".gone", database, pid=4242, holder=4242)
     assert reader_address.find(app_paths(), database) is None
-    _write("http://example.org:19530", database, pid=4242, holder=4242)  # only a local socket is served
+    _write(
+        "http://example.org:19530", database, pid=4242, holder=4242
+    )  # only a local socket is served
     assert reader_address.find(app_paths(), database) is None
 
 

@@ -24,7 +24,10 @@ def test_a_file_that_is_not_a_database_is_damaged_and_says_to_move_it_away(tmp_p
     path.write_bytes(b"this is not an SQLite database, whatever its name says" * 100)
     with pytest.raises(StoreError) as caught:
         Catalog(path)
-    assert str(caught.value) == f"The catalog {path} is damaged (file is not a database). {DAMAGED_HINT}"
+    assert (
+        str(caught.value)
+        == f"The catalog {path} is damaged (file is not a database). {DAMAGED_HINT}"
+    )
     with pytest.raises(StoreError, match="is damaged"):
         RunStore(path)
 
@@ -46,9 +49,13 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount.mkdir()
     if shutil.which("mount") is None:
         pytest.skip("no mount command here")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
+    )
     if made.returncode != 0:
-        pytest.skip(f"this machine does not let a test mount a tmpfs: {made.stderr.decode(errors='replace').strip()}")
+        pytest.skip(
+            f"this machine does not let a test mount a tmpfs: {made.stderr.decode(errors='replace').strip()}"
+        )
     try:
         yield mount
     finally:

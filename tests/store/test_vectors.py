@@ -37,7 +37,9 @@ def db_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(db_uri: str, corpus: tuple[list[Chunk], np.ndarray], embedder: OnnxMiniLMEmbedder) -> Iterator[VectorStore]:
+def store(
+    db_uri: str, corpus: tuple[list[Chunk], np.ndarray], embedder: OnnxMiniLMEmbedder
+) -> Iterator[VectorStore]:
     chunks, vectors = corpus
     with VectorStore(db_uri) as vs:
         vs.ensure_collection(COLLECTION, embedder.dimension, embedder.model_name)
@@ -55,7 +57,10 @@ def _schism_id(chunks: list[Chunk]) -> str:
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 def test_a_known_passage_is_found_by_every_mode(
-    store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray], mode: str
+    store: VectorStore,
+    embedder: OnnxMiniLMEmbedder,
+    corpus: tuple[list[Chunk], np.ndarray],
+    mode: str,
 ) -> None:
     queries = [SCHISM_QUERY, PARTITION_QUERY]
     results = store.search(COLLECTION, queries, embedder.embed(queries), mode=mode, top_k=5)  # type: ignore[arg-type]
@@ -71,14 +76,25 @@ def test_a_known_passage_is_found_by_every_mode(
         assert scores == sorted(scores, reverse=True) and scores[0] > 0
 
 
-def test_many_queries_in_one_call_match_one_query_per_call(store: VectorStore, embedder: OnnxMiniLMEmbedder) -> None:
-    queries = [SCHISM_QUERY, PARTITION_QUERY, "peer-reviewed journal of mathematical physics", "list partitions"]
+def test_many_queries_in_one_call_match_one_query_per_call(
+    store: VectorStore, embedder: OnnxMiniLMEmbedder
+) -> None:
+    queries = [
+        SCHISM_QUERY,
+        PARTITION_QUERY,
+        "peer-reviewed journal of mathematical physics",
+        "list partitions",
+    ]
     vectors = embedder.embed(queries)
     batched = store.search(COLLECTION, queries, vectors, top_k=4)
-    one_by_one = [store.search(COLLECTION, [q], vectors[i : i + 1], top_k=4)[0] for i, q in enumerate(queries)]
+    one_by_one = [
+        store.search(COLLECTION, [q], vectors[i : i + 1], top_k=4)[0] for i, q in enumerate(queries)
+    ]
 
     assert [_ids(hits) for hits in batched] == [_ids(hits) for hits in one_by_one]
-    assert len({tuple(_ids(hits)) for hits in batched}) == len(queries)  # each query got its own answer
+    assert len({tuple(_ids(hits)) for hits in batched}) == len(
+        queries
+    )  # each query got its own answer
 
 
 def test_hybrid_is_the_reciprocal_rank_fusion_of_dense_and_bm25(
@@ -96,8 +112,12 @@ def test_hybrid_is_the_reciprocal_rank_fusion_of_dense_and_bm25(
         expected: dict[str, float] = {}
         for hits in (by_dense, by_bm25):
             for rank, hit in enumerate(hits, start=1):
-                expected[hit.chunk.chunk_id] = expected.get(hit.chunk.chunk_id, 0.0) + 1 / (60 + rank)
-        assert [h.score for h in fused] == pytest.approx(sorted(expected.values(), reverse=True)[:5], rel=1e-4)
+                expected[hit.chunk.chunk_id] = expected.get(hit.chunk.chunk_id, 0.0) + 1 / (
+                    60 + rank
+                )
+        assert [h.score for h in fused] == pytest.approx(
+            sorted(expected.values(), reverse=True)[:5], rel=1e-4
+        )
         assert all(h.score == pytest.approx(expected[h.chunk.chunk_id], rel=1e-4) for h in fused)
 
 
@@ -105,32 +125,45 @@ def test_filters_by_document_and_by_path_prefix(
     store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]
 ) -> None:
     vector = embedder.embed([PARTITION_QUERY])
-    only_musique = store.search(COLLECTION, [PARTITION_QUERY], vector, doc_ids=["musique-1", "musique-2"], top_k=30)[0]
+    only_musique = store.search(
+        COLLECTION, [PARTITION_QUERY], vector, doc_ids=["musique-1", "musique-2"], top_k=30
+    )[0]
     assert only_musique and {h.chunk.doc_id for h in only_musique} <= {"musique-1", "musique-2"}
     assert len(only_musique) == 20  # both documents' ten chunks, nothing else
 
-    by_path = store.search(COLLECTION, [PARTITION_QUERY], vector, path_prefix="/corpus/musique/musique-3", top_k=30)[0]
+    by_path = store.search(
+        COLLECTION, [PARTITION_QUERY], vector, path_prefix="/corpus/musique/musique-3", top_k=30
+    )[0]
     assert {h.chunk.doc_id for h in by_path} == {"musique-3"}
 
     milvus_page = str(Path(corpus[0][0].path).parent)
-    docs = store.search(COLLECTION, [PARTITION_QUERY], None, mode="bm25", path_prefix=milvus_page, top_k=30)[0]
+    docs = store.search(
+        COLLECTION, [PARTITION_QUERY], None, mode="bm25", path_prefix=milvus_page, top_k=30
+    )[0]
     assert docs and {h.chunk.doc_id for h in docs} == {PARTITIONS_DOC}
 
     assert store.search(COLLECTION, [PARTITION_QUERY], vector, doc_ids=[]) == [[]]
 
 
-def test_chunks_round_trip_with_their_metadata(store: VectorStore, corpus: tuple[list[Chunk], np.ndarray]) -> None:
+def test_chunks_round_trip_with_their_metadata(
+    store: VectorStore, corpus: tuple[list[Chunk], np.ndarray]
+) -> None:
     chunks = corpus[0]
     wanted = [chunks[15].chunk_id, chunks[0].chunk_id, "no-such-chunk"]
     got = store.get_chunks(COLLECTION, wanted)
     assert got == [chunks[15], chunks[0]]  # asked order, missing ids left out, page None kept
     assert got[1].page is None and got[0].page == chunks[15].page
     assert store.count(COLLECTION) == len(chunks)
-    assert sorted(store.document_chunk_ids(COLLECTION, "musique-0")) == [f"musique-0:{i}" for i in range(10)]
+    assert sorted(store.document_chunk_ids(COLLECTION, "musique-0")) == [
+        f"musique-0:{i}" for i in range(10)
+    ]
 
 
 def test_reopening_the_file_finds_the_same_chunks(
-    db_uri: str, store: VectorStore, embedder: OnnxMiniLMEmbedder, corpus: tuple[list[Chunk], np.ndarray]
+    db_uri: str,
+    store: VectorStore,
+    embedder: OnnxMiniLMEmbedder,
+    corpus: tuple[list[Chunk], np.ndarray],
 ) -> None:
     other = Path(db_uri).parent / "reopen.db"
     chunks, vectors = corpus
@@ -139,7 +172,9 @@ def test_reopening_the_file_finds_the_same_chunks(
         first.insert("reopened", chunks[:30], vectors[:30])
     with VectorStore(str(other)) as second:  # a fresh server reads the files back
         assert second.count("reopened") == 30
-        hits = second.search("reopened", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), top_k=3)[0]
+        hits = second.search(
+            "reopened", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), top_k=3
+        )[0]
         assert hits[0].chunk.doc_id == PARTITIONS_DOC
         assert second.collection_model("reopened") == (embedder.model_name, embedder.dimension)
 
@@ -157,11 +192,15 @@ def test_deleting_a_document_removes_all_its_chunks(
         assert vs.count("c") == len(chunks) - partition_chunks
         assert vs.document_chunk_ids("c", PARTITIONS_DOC) == []
         for mode in ("dense", "bm25", "hybrid"):
-            hits = vs.search("c", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), mode=mode, top_k=20)[0]  # type: ignore[arg-type]
+            hits = vs.search(
+                "c", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), mode=mode, top_k=20
+            )[0]  # type: ignore[arg-type]
             assert PARTITIONS_DOC not in {h.chunk.doc_id for h in hits}, mode
         # meaning search still answers from what is left (keyword search may find no word of the query)
         for mode in ("dense", "hybrid"):
-            hits = vs.search("c", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), mode=mode, top_k=20)[0]  # type: ignore[arg-type]
+            hits = vs.search(
+                "c", [PARTITION_QUERY], embedder.embed([PARTITION_QUERY]), mode=mode, top_k=20
+            )[0]  # type: ignore[arg-type]
             assert len(hits) == min(20, len(chunks) - partition_chunks), mode
 
 
@@ -195,7 +234,9 @@ def test_any_collection_name_works_and_is_listed_as_given(tmp_path: Path) -> Non
     with VectorStore(str(tmp_path / "milvus.db")) as vs:
         for name in names:
             vs.ensure_collection(name, 4, "m")
-            vs.insert(name, [Chunk("x", "d", name, "/p", f"text of {name}")], [[1.0, 0.0, 0.0, 0.0]])
+            vs.insert(
+                name, [Chunk("x", "d", name, "/p", f"text of {name}")], [[1.0, 0.0, 0.0, 0.0]]
+            )
         assert vs.list_collections() == sorted(names)
         assert len({milvus_name(n) for n in names}) == len(names)
         assert all(vs.count(n) == 1 for n in names)
@@ -213,7 +254,10 @@ def test_a_file_name_that_is_not_utf8_is_stored_not_refused(tmp_path: Path) -> N
         vs.insert("c", [Chunk("x", "d", "c", odd, "some text")], [[0.0, 1.0, 0.0, 0.0]])
         [chunk] = vs.get_chunks("c", ["x"])
         assert chunk.path == "/docs/caf\\udce9.txt"
-        assert vs.search("c", ["text"], None, mode="bm25", path_prefix=odd[:8])[0][0].chunk.chunk_id == "x"
+        assert (
+            vs.search("c", ["text"], None, mode="bm25", path_prefix=odd[:8])[0][0].chunk.chunk_id
+            == "x"
+        )
 
 
 def test_worker_threads_can_search_while_another_inserts(
@@ -254,7 +298,9 @@ def test_an_empty_collection_and_empty_queries_answer_nothing(tmp_path: Path) ->
 LITE_MAJOR = int(version("milvus-lite").split(".")[0])
 
 
-@pytest.mark.skipif(LITE_MAJOR < 3, reason="Milvus Lite 2.x keeps its indexes in its own store, not in .idx files")
+@pytest.mark.skipif(
+    LITE_MAJOR < 3, reason="Milvus Lite 2.x keeps its indexes in its own store, not in .idx files"
+)
 def test_a_search_index_cut_short_by_a_kill_is_rebuilt_from_the_rows(
     tmp_path: Path, corpus: tuple[list[Chunk], np.ndarray], embedder: OnnxMiniLMEmbedder
 ) -> None:
@@ -268,27 +314,39 @@ def test_a_search_index_cut_short_by_a_kill_is_rebuilt_from_the_rows(
         vs.insert(COLLECTION, chunks, vectors)
         vs.flush(COLLECTION)
     index_files = sorted((tmp_path / "milvus.db").rglob("*.dense.*.idx"))
-    assert index_files, "Milvus Lite wrote no dense index file: the test no longer reproduces the cut"
+    assert index_files, (
+        "Milvus Lite wrote no dense index file: the test no longer reproduces the cut"
+    )
     for index_file in index_files:
         with index_file.open("r+b") as handle:
             handle.truncate(index_file.stat().st_size // 3)
     with VectorStore(uri) as reopened:
         assert reopened.count(COLLECTION) == len(chunks)
-        hits = reopened.search(COLLECTION, [SCHISM_QUERY], embedder.embed([SCHISM_QUERY]), mode="dense", top_k=3)
+        hits = reopened.search(
+            COLLECTION, [SCHISM_QUERY], embedder.embed([SCHISM_QUERY]), mode="dense", top_k=3
+        )
         assert _schism_id(chunks) in _ids(hits[0])
         assert reopened.indexes_rebuilt == [milvus_name(COLLECTION)]
     with VectorStore(uri) as again:  # the rebuilt index is whole: no second rebuild
         assert again.count(COLLECTION) == len(chunks) and again.indexes_rebuilt == []
 
 
-def test_two_stores_on_one_file_close_one_at_a_time(tmp_path: Path, embedder: OnnxMiniLMEmbedder) -> None:
+def test_two_stores_on_one_file_close_one_at_a_time(
+    tmp_path: Path, embedder: OnnxMiniLMEmbedder
+) -> None:
     """Stores of one Milvus Lite file in one process share its server and connection:
     opening the second must not drop the first's lock (the native server stops when its
     lock goes), and closing one leaves the other working."""
     uri = str(tmp_path / "milvus.db")
     first = VectorStore(uri)
     first.ensure_collection(COLLECTION, embedder.dimension, embedder.model_name)
-    chunk = Chunk("harbour-0", "harbour", COLLECTION, "/notes/harbour.md", "The tide tables live in a green ledger.")
+    chunk = Chunk(
+        "harbour-0",
+        "harbour",
+        COLLECTION,
+        "/notes/harbour.md",
+        "The tide tables live in a green ledger.",
+    )
     first.insert(COLLECTION, [chunk], embedder.embed([chunk.text]))
     first.flush(COLLECTION)
     second = VectorStore(uri, timeout=30)

@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-MILVUS_FILES = ("about/overview.md", "about/limitations.md", "about/comparison.md", "getstarted/milvus_lite.md")
+MILVUS_FILES = (
+    "about/overview.md",
+    "about/limitations.md",
+    "about/comparison.md",
+    "getstarted/milvus_lite.md",
+)
 
 
 def make_docs_folder(shared_data: Path, target: Path, broken: bool = True) -> Path:
@@ -46,11 +51,19 @@ def drop_paths(widget: QWidget, paths: list[Path]) -> tuple[bool, bool]:
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     centre = widget.rect().center()
     enter = QDragEnterEvent(
-        centre, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+        centre,
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
     )
     QApplication.sendEvent(widget, enter)
     drop = QDropEvent(
-        QPointF(centre), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+        QPointF(centre),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
     )
     QApplication.sendEvent(widget, drop)
     return enter.isAccepted(), drop.isAccepted()
@@ -83,9 +96,13 @@ def answer_confirmation(qtbot: Any, parent: QWidget, yes: bool = True) -> str:
         box[:] = found
         return bool(found)
 
-    qtbot.waitUntil(shown, timeout=15_000)  # on a loaded machine the box, opened by a task, can be slow
+    qtbot.waitUntil(
+        shown, timeout=15_000
+    )  # on a loaded machine the box, opened by a task, can be slow
     text = box[0].text()
-    button = box[0].button(QMessageBox.StandardButton.Yes if yes else QMessageBox.StandardButton.Cancel)
+    button = box[0].button(
+        QMessageBox.StandardButton.Yes if yes else QMessageBox.StandardButton.Cancel
+    )
     button.click()
     return text
 
@@ -99,7 +116,10 @@ class EngineServices(Services):
 
     def __init__(self, engine: ResearchEngine) -> None:
         base = Settings()
-        super().__init__(dataclasses.replace(base, ui=dataclasses.replace(base.ui, first_run_done=True)), app_paths())
+        super().__init__(
+            dataclasses.replace(base, ui=dataclasses.replace(base.ui, first_run_done=True)),
+            app_paths(),
+        )
         self._given = engine
 
     async def engine(self) -> ResearchEngine:
@@ -115,7 +135,9 @@ def run_to_the_end(qtbot: Any, window: Any, timeout_ms: int = 600_000) -> Any:
     final = done.args[0]
     assert isinstance(final, Finished), final
     qtbot.waitUntil(lambda: not window.runs.running, timeout=10_000)
-    qtbot.waitUntil(lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
+    qtbot.waitUntil(
+        lambda: final.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000
+    )
     return final
 
 
@@ -164,7 +186,13 @@ def real_window(
 
 
 def fill_research_panel(
-    panel: ResearchPanel, question: str, mode: str, *, rounds: int, top_k: int, subqueries: int | None = None
+    panel: ResearchPanel,
+    question: str,
+    mode: str,
+    *,
+    rounds: int,
+    top_k: int,
+    subqueries: int | None = None,
 ) -> None:
     """Ask ``question`` in ``mode`` over every collection, with this budget (the sub-questions
     left as they are when ``subqueries`` is None)."""
@@ -182,7 +210,9 @@ def started_window(qtbot: Any, *, watch_folders: bool = False) -> Iterator[MainW
     """The window with default settings (FATHOM_HOME: the test's), started: its library open.
     Folders are not followed unless asked: a test that changes files re-scans when it says so."""
     base = Settings()
-    settings = dataclasses.replace(base, ingest=dataclasses.replace(base.ingest, watch_folders=watch_folders))
+    settings = dataclasses.replace(
+        base, ingest=dataclasses.replace(base.ingest, watch_folders=watch_folders)
+    )
     services = Services(settings, app_paths().ensure())
     win = MainWindow(services)
     qtbot.addWidget(win)

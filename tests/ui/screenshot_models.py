@@ -28,14 +28,20 @@ def main(out: Path, gguf: Path | None) -> None:
     if gguf is not None:
         target = home / ".local" / "share" / "nomic.ai" / "GPT4All" / gguf.name
         target.parent.mkdir(parents=True)
-        os.link(gguf, target) if gguf.stat().st_dev == target.parent.stat().st_dev else shutil.copy(gguf, target)
+        os.link(gguf, target) if gguf.stat().st_dev == target.parent.stat().st_dev else shutil.copy(
+            gguf, target
+        )
     os.environ.update(HOME=str(home), FATHOM_HOME=str(root / "fathom"), QT_QPA_PLATFORM="offscreen")
     os.environ.pop("XDG_DATA_HOME", None)
     served = FileServer().start()
-    sparse = root / "sparse.bin"  # the catalog's size, nothing on disk: the mirror only has to start sending
+    sparse = (
+        root / "sparse.bin"
+    )  # the catalog's size, nothing on disk: the mirror only has to start sending
     with sparse.open("wb") as handle:
         handle.truncate(2_497_280_256)
-    served.add("/Qwen/Qwen3-4B-GGUF/resolve/main/Qwen3-4B-Q4_K_M.gguf", sparse, delay_per_chunk_s=0.002)
+    served.add(
+        "/Qwen/Qwen3-4B-GGUF/resolve/main/Qwen3-4B-Q4_K_M.gguf", sparse, delay_per_chunk_s=0.002
+    )
     os.environ["HF_ENDPOINT"] = served.url("")
     try:
         _scene(out)

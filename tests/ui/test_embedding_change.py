@@ -56,7 +56,9 @@ def _save_embedding(qtbot: Any, window: MainWindow, url: str) -> None:
         dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save).click()
 
 
-def test_a_new_embedding_model_names_the_collections_to_reindex(qtbot: Any, window: MainWindow) -> None:
+def test_a_new_embedding_model_names_the_collections_to_reindex(
+    qtbot: Any, window: MainWindow
+) -> None:
     library = window.services.library
     assert library is not None
     _save_embedding(qtbot, window, f"http://127.0.0.1:{_closed_port()}/v1")
@@ -65,22 +67,33 @@ def test_a_new_embedding_model_names_the_collections_to_reindex(qtbot: Any, wind
     assert question == (
         "1 collection was built with another embedding model than openai:text-embedding-3-small: “notes”."
     )
-    assert library.settings.embedding.model == "text-embedding-3-small"  # in use at once, no restart
+    assert (
+        library.settings.embedding.model == "text-embedding-3-small"
+    )  # in use at once, no restart
     with pytest.raises(EmbeddingMismatch, match="fathom reindex --collection notes"):
         await_in_test(qtbot, library.search(["collection name limits"], collections=["notes"]))
     (notes,) = await_in_test(qtbot, library.collections())
-    assert notes.embedding_model == "all-MiniLM-L6-v2-onnx-int8" and notes.documents == 1  # untouched
+    assert (
+        notes.embedding_model == "all-MiniLM-L6-v2-onnx-int8" and notes.documents == 1
+    )  # untouched
 
 
-def test_a_reindex_that_cannot_reach_the_new_model_says_why_and_changes_nothing(qtbot: Any, window: MainWindow) -> None:
+def test_a_reindex_that_cannot_reach_the_new_model_says_why_and_changes_nothing(
+    qtbot: Any, window: MainWindow
+) -> None:
     library = window.services.library
     assert library is not None
     _save_embedding(qtbot, window, f"http://127.0.0.1:{_closed_port()}/v1")
 
     answer_confirmation(qtbot, window, yes=True)
     panel = window.library_panel
-    qtbot.waitUntil(lambda: "could not embed text" in panel.ingest.current_label.text(), timeout=60_000)
-    assert "choose another embedding back end, model or server address in Settings" in panel.ingest.current_label.text()
+    qtbot.waitUntil(
+        lambda: "could not embed text" in panel.ingest.current_label.text(), timeout=60_000
+    )
+    assert (
+        "choose another embedding back end, model or server address in Settings"
+        in panel.ingest.current_label.text()
+    )
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
     (notes,) = await_in_test(qtbot, library.collections())
     assert notes.embedding_model == "all-MiniLM-L6-v2-onnx-int8" and notes.documents == 1

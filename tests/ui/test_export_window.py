@@ -33,7 +33,9 @@ def _window(qtbot: Any, shared_data: Path, table: EntityTable | None = None) -> 
     qtbot.addWidget(window)
     evidence = hostile_evidence(shared_data)
     body = "".join(f"Milvus has limit {n} [{n}]. " for n in range(1, 13)) + "\n\n"
-    report = Report(body + engine_sources(evidence) + "\n" + OPEN_QUESTIONS, tuple(evidence), table=table)
+    report = Report(
+        body + engine_sources(evidence) + "\n" + OPEN_QUESTIONS, tuple(evidence), table=table
+    )
     window.presenter.replay(
         [
             RunStarted(run_id="run-1", question=QUESTION, mode="table" if table else "deep"),
@@ -63,15 +65,23 @@ def test_export_and_export_with_consulted_sources(
     try:
         offered = _choose(monkeypatch, tmp_path / "cited.md")
         window.export_action.trigger()
-        qtbot.waitUntil(lambda: (tmp_path / "cited.md").exists() and window.export_action.isEnabled(), timeout=10_000)
+        qtbot.waitUntil(
+            lambda: (tmp_path / "cited.md").exists() and window.export_action.isEnabled(),
+            timeout=10_000,
+        )
         assert offered == ["Markdown (*.md);;HTML (*.html);;PDF (*.pdf)"]
         cited = read_markdown((tmp_path / "cited.md").read_text(encoding="utf-8"))
-        assert [n for n, _ in cited.sources()] == list(range(1, 13)) and CONSULTED_HEADING[3:] not in cited.headings
+        assert [n for n, _ in cited.sources()] == list(range(1, 13)) and CONSULTED_HEADING[
+            3:
+        ] not in cited.headings
         assert stat.S_IMODE((tmp_path / "cited.md").stat().st_mode) == 0o644
 
         _choose(monkeypatch, tmp_path / "all.md")
         window.export_all_action.trigger()
-        qtbot.waitUntil(lambda: (tmp_path / "all.md").exists() and window.export_action.isEnabled(), timeout=10_000)
+        qtbot.waitUntil(
+            lambda: (tmp_path / "all.md").exists() and window.export_action.isEnabled(),
+            timeout=10_000,
+        )
         full = read_markdown((tmp_path / "all.md").read_text(encoding="utf-8"))
         assert [n for n, _ in full.sources("Also consulted")] == [13, 14]
     finally:
@@ -81,12 +91,19 @@ def test_export_and_export_with_consulted_sources(
 def test_a_table_run_offers_csv_and_json(
     qtbot: Any, aloop: Any, tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = EntityTable("database", ("licence",), (("Milvus", (TableCell("Apache-2.0", 0.9, "c1"),)),))
+    table = EntityTable(
+        "database", ("licence",), (("Milvus", (TableCell("Apache-2.0", 0.9, "c1"),)),)
+    )
     window = _window(qtbot, shared_data, table)
     offered = _choose(monkeypatch, tmp_path / "table.json")
     window.export_action.trigger()
-    qtbot.waitUntil(lambda: (tmp_path / "table.json").exists() and window.export_action.isEnabled(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: (tmp_path / "table.json").exists() and window.export_action.isEnabled(),
+        timeout=10_000,
+    )
     assert offered == ["Markdown (*.md);;HTML (*.html);;PDF (*.pdf);;CSV (*.csv);;JSON (*.json)"]
     assert '"Apache-2.0"' in (tmp_path / "table.json").read_text(encoding="utf-8")
     # a report-only format from the same window still writes the report
-    assert await_in_test(qtbot, window.export_to(tmp_path / "report.pdf")) == tmp_path / "report.pdf"
+    assert (
+        await_in_test(qtbot, window.export_to(tmp_path / "report.pdf")) == tmp_path / "report.pdf"
+    )

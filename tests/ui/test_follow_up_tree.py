@@ -41,12 +41,16 @@ def test_a_follow_up_grows_as_a_branch_and_only_it_runs(qtmodeltester: Any) -> N
             view = to_view(build_tree(seen))
             rows = {row.node_id: row for row in view.children}
             assert rows["followup:run-2"].status == "running"
-            assert all(row.status != "running" for key, row in rows.items() if key != "followup:run-2")
+            assert all(
+                row.status != "running" for key, row in rows.items() if key != "followup:run-2"
+            )
 
     tree = build_tree(seen)
     alone = build_tree(first)
     branch = tree.find("followup:run-2")
-    assert branch is not None and branch.kind == "followup" and branch.label == "Follow-up: And then?"
+    assert (
+        branch is not None and branch.kind == "followup" and branch.label == "Follow-up: And then?"
+    )
     assert branch.status == "finished" and tree.status == "finished"
     # the first run's rows are as they were; the follow-up's are the same shape, one level down
     assert [c.node_id for c in tree.children[:-1]] == [c.node_id for c in alone.children]

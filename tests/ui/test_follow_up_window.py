@@ -20,7 +20,9 @@ pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def window(
+    qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     home = tmp_path_factory.mktemp("follow-up-window")
     files = write_paragraphs(shared_data, home / "paragraphs")
     short = {"report_max_tokens": 120}  # keep the tiny model's reports short
@@ -46,7 +48,11 @@ def test_ask_a_follow_up_see_its_section_and_branch_and_reopen_the_thread(
     assert panel.follow_up_label.text() == f"Follow-up to: {FIRST}"
     assert panel.question_text() == "" and panel.run_button.text() == "Ask follow-up"
     panel.new_question_button.click()
-    assert panel.follows == "" and not panel.follow_up_bar.isVisible() and panel.run_button.text() == "Run"
+    assert (
+        panel.follows == ""
+        and not panel.follow_up_bar.isVisible()
+        and panel.run_button.text() == "Run"
+    )
     panel.follow_up_button.click()
     panel.question.setPlainText(FOLLOW_UP)
     second = run_to_the_end(qtbot, window)
@@ -85,7 +91,9 @@ def test_ask_a_follow_up_see_its_section_and_branch_and_reopen_the_thread(
     assert window.tree_model.shape() == [] and window.report.markdown_text() == ""
     history.select_run(second.run_id)
     history.open_button.click()
-    qtbot.waitUntil(lambda: len(window.presenter.steps) == 2 and history.open_button.isEnabled(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: len(window.presenter.steps) == 2 and history.open_button.isEnabled(), timeout=10_000
+    )
     assert window.report.markdown_text() == shown
     assert window.tree_model.shape() == shape
     assert panel.follow_up_button.isEnabled()  # and it can be followed up again

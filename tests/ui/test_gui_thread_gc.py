@@ -69,7 +69,9 @@ def test_a_cycle_dropped_while_a_worker_allocates_dies_on_the_gui_thread(
     assert collector.collections[0] + collector.collections[1] >= 1
 
 
-def test_without_the_collector_the_worker_thread_collects_it(qtbot: Any, collector: GuiThreadCollector) -> None:
+def test_without_the_collector_the_worker_thread_collects_it(
+    qtbot: Any, collector: GuiThreadCollector
+) -> None:
     """What the collector is for: CPython on its own finalizes the cycle on the allocating thread."""
     collector.stop()
     gc.collect()  # generation 0 starts empty: the main thread's next few hundred allocations collect nothing
@@ -167,9 +169,17 @@ def test_widgets_dying_in_cycles_while_a_worker_allocates(mode: str, tmp_path: P
     script.write_text(WIDGET_CYCLES, encoding="utf-8")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, str(script), mode], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
+        [sys.executable, str(script), mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
     )
     if mode == "collector":
-        assert done.returncode == 0 and done.stdout.startswith("survived 401 rounds"), (done.returncode, done.stdout)
+        assert done.returncode == 0 and done.stdout.startswith("survived 401 rounds"), (
+            done.returncode,
+            done.stdout,
+        )
     else:
         assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stdout)

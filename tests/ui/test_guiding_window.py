@@ -67,7 +67,14 @@ class StoredLibrary(MemoryLibrary):
         self.ingested.append((list(paths), collection))
         yield IngestStarted(collection=collection, total_files=len(paths))
         yield IngestFinished(
-            collection=collection, indexed=1, unchanged=0, skipped=0, failed=0, removed=0, chunks=1, elapsed_s=0.1
+            collection=collection,
+            indexed=1,
+            unchanged=0,
+            skipped=0,
+            failed=0,
+            removed=0,
+            chunks=1,
+            elapsed_s=0.1,
         )
 
     async def aclose(self) -> None:
@@ -86,7 +93,9 @@ def make_window(qapp: Any, qloop: Any, aloop: Any) -> Iterator[Callable[..., Mai
         )
         services = EngineServices(engine)
         window = MainWindow(services)
-        if library is not None:  # the library the window opened (not the engine's: it only searches)
+        if (
+            library is not None
+        ):  # the library the window opened (not the engine's: it only searches)
             services.library = library  # type: ignore[assignment]
             window.library_panel.set_library(library)  # type: ignore[arg-type]
         window.show()
@@ -108,7 +117,11 @@ def make_window(qapp: Any, qloop: Any, aloop: Any) -> Iterator[Callable[..., Mai
     ("collections", "scope", "said"),
     [
         ((), (), "The library is empty."),
-        ((Collection("empty"), Collection("full", documents=2)), ("empty",), "The collection empty has no indexed"),
+        (
+            (Collection("empty"), Collection("full", documents=2)),
+            ("empty",),
+            "The collection empty has no indexed",
+        ),
     ],
 )
 def test_run_on_nothing_to_search_says_add_documents_first_and_calls_no_model(
@@ -120,24 +133,38 @@ def test_run_on_nothing_to_search_says_add_documents_first_and_calls_no_model(
 ) -> None:
     model = ScriptedModel(text=REPORT)
     window = make_window(model, StoredLibrary(collections))
-    qtbot.waitUntil(lambda: window.research_panel.collection_names() == [c.name for c in collections], timeout=5_000)
+    qtbot.waitUntil(
+        lambda: window.research_panel.collection_names() == [c.name for c in collections],
+        timeout=5_000,
+    )
     window.research_panel.set_scope(list(scope))
     window.research_panel.question.setPlainText(QUESTION)
-    with qtbot.waitSignal(window.runs.runningChanged, timeout=10_000, check_params_cb=lambda running: not running):
+    with qtbot.waitSignal(
+        window.runs.runningChanged, timeout=10_000, check_params_cb=lambda running: not running
+    ):
         window.research_panel.run_button.click()
 
     shown = window.banner.text()
     assert window.banner.isVisible() and shown.startswith("Add documents first: ") and said in shown
     assert "Drop a folder" in shown and "Add folder…" in shown  # what to do about it
     assert model.calls == [] and window.presenter.events == []  # no model call, no run
-    assert window.research_panel.run_button.isEnabled() and not window.research_panel.stop_button.isEnabled()
+    assert (
+        window.research_panel.run_button.isEnabled()
+        and not window.research_panel.stop_button.isEnabled()
+    )
     assert await_in_test(qtbot, window.services.history.list_runs()) == []  # nothing was saved
     assert window.errors == []
 
 
-def test_a_collection_with_documents_in_scope_runs(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
-    window = make_window(library=StoredLibrary([Collection("empty"), Collection("full", documents=2)]))
-    qtbot.waitUntil(lambda: window.research_panel.collection_names() == ["empty", "full"], timeout=5_000)
+def test_a_collection_with_documents_in_scope_runs(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
+    window = make_window(
+        library=StoredLibrary([Collection("empty"), Collection("full", documents=2)])
+    )
+    qtbot.waitUntil(
+        lambda: window.research_panel.collection_names() == ["empty", "full"], timeout=5_000
+    )
     window.research_panel.mode.setCurrentIndex(window.research_panel.mode.findData("quick"))
     window.research_panel.question.setPlainText(QUESTION)
     run_to_the_end(qtbot, window, timeout_ms=30_000)  # all collections: one of them has documents
@@ -151,13 +178,22 @@ def inside(widget: QWidget, window: MainWindow) -> bool:
     """The widget is shown, not squeezed to nothing, and wholly inside the window."""
     top_left = widget.mapTo(window, widget.rect().topLeft())
     area = QRect(top_left, widget.size())
-    return widget.isVisible() and widget.width() > 4 and widget.height() > 4 and window.rect().contains(area)
+    return (
+        widget.isVisible()
+        and widget.width() > 4
+        and widget.height() > 4
+        and window.rect().contains(area)
+    )
 
 
-def test_every_control_is_visible_at_1366_by_768(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
+def test_every_control_is_visible_at_1366_by_768(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
     window = make_window()
     window.resize(1366, 728)  # 768 less a taskbar
-    qtbot.waitUntil(lambda: window.size().width() == 1366 and window.size().height() == 728, timeout=5_000)
+    qtbot.waitUntil(
+        lambda: window.size().width() == 1366 and window.size().height() == 728, timeout=5_000
+    )
     qtbot.waitExposed(window)
     panel, library = window.research_panel, window.library_panel
     controls = {
@@ -185,7 +221,11 @@ def test_every_control_is_visible_at_1366_by_768(qtbot: Any, make_window: Callab
     window.left_tabs.setCurrentWidget(window.history_panel)
     history = window.history_panel
     qtbot.waitUntil(history.isVisible, timeout=5_000)
-    controls = {"history": history.runs, "Open": history.open_button, "Export": history.export_button}
+    controls = {
+        "history": history.runs,
+        "Open": history.open_button,
+        "Export": history.export_button,
+    }
     hidden = [name for name, widget in controls.items() if not inside(widget, window)]
     assert hidden == [], f"not fully visible at 1366×728: {hidden}"
 
@@ -210,16 +250,22 @@ def test_the_window_opens_at_a_share_of_its_screen_centred(
     assert abs(window.frameGeometry().center().x() - area.center().x()) <= 1
 
 
-def test_the_window_opens_no_larger_than_its_screen(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
+def test_the_window_opens_no_larger_than_its_screen(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
     window = make_window()
     screen = window.screen()
     assert screen is not None
     area = screen.availableGeometry()  # offscreen: 800×800, less than the window needs
     least = window.minimumSizeHint()
-    assert window.width() <= max(area.width(), least.width()) and window.height() <= max(area.height(), least.height())
+    assert window.width() <= max(area.width(), least.width()) and window.height() <= max(
+        area.height(), least.height()
+    )
 
 
-def test_the_window_reopens_where_it_was_closed(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
+def test_the_window_reopens_where_it_was_closed(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
     first = make_window()
     screen = first.screen()
     assert screen is not None
@@ -263,15 +309,22 @@ def test_the_report_gets_the_room_and_the_columns_move_and_are_kept(
     assert window.report_column.width() > before and not window.library_action.isChecked()
     window.library_action.trigger()
     qtbot.waitUntil(lambda: split.sizes()[0] > 0, timeout=5_000)
-    assert window.library_action.isChecked() and window.left_tabs.width() >= window.left_tabs.minimumSizeHint().width()
+    assert (
+        window.library_action.isChecked()
+        and window.left_tabs.width() >= window.left_tabs.minimumSizeHint().width()
+    )
 
     # the handle between the research and the report is dragged 60 px to the left
     handle = split.handle(2)
     start = handle.rect().center()
     research, report = split.sizes()[1], split.sizes()[2]
     QTest.mousePress(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)
-    QTest.mouseMove(handle, start - QPoint(60, 0))  # (the handle moves with it: one move, then let go there)
-    QTest.mouseRelease(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, handle.rect().center())
+    QTest.mouseMove(
+        handle, start - QPoint(60, 0)
+    )  # (the handle moves with it: one move, then let go there)
+    QTest.mouseRelease(
+        handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, handle.rect().center()
+    )
     qtbot.waitUntil(lambda: split.sizes()[2] > report, timeout=5_000)
     assert abs(split.sizes()[1] - (research - 60)) <= 2, (split.sizes(), research, report)
     moved = split.sizes()
@@ -281,7 +334,10 @@ def test_the_report_gets_the_room_and_the_columns_move_and_are_kept(
     qtbot.waitUntil(lambda: window.size().width() == 1200, timeout=5_000)
     window.resize(1366, 728)
     qtbot.waitUntil(lambda: window.size().width() == 1366, timeout=5_000)
-    assert all(abs(a - b) <= 2 for a, b in zip(split.sizes(), moved, strict=True)), (split.sizes(), moved)
+    assert all(abs(a - b) <= 2 for a, b in zip(split.sizes(), moved, strict=True)), (
+        split.sizes(),
+        moved,
+    )
     screen = window.screen()  # offscreen: 800×800; a saved place is kept within its screen
     assert screen is not None
     window.resize(min(1366, screen.availableGeometry().width() - 10), 600)
@@ -290,7 +346,9 @@ def test_the_report_gets_the_room_and_the_columns_move_and_are_kept(
     await_in_test(qtbot, window.save_geometry())
     second = make_window()
     assert await_in_test(qtbot, second.restore_geometry())
-    second.resize(1366, 728)  # (a size the offscreen screen cannot restore: columns at their least below it)
+    second.resize(
+        1366, 728
+    )  # (a size the offscreen screen cannot restore: columns at their least below it)
     qtbot.waitUntil(lambda: second.size().width() == 1366, timeout=5_000)
     shares = second.main_split.sizes()
     assert all(abs(a - b) <= 2 for a, b in zip(shares, moved, strict=True)), (shares, moved)
@@ -325,10 +383,14 @@ def test_the_starter_notice_is_one_line_and_once_dismissed_stays_so_until_the_mo
     banner.add("The settings file is not valid TOML. Fathom started with default settings.")
     line = banner.label.fontMetrics().height()
     assert banner.label.height() <= 2 * line  # one compact line, however many messages
-    assert banner.label.text().endswith("…") and banner.label.toolTip() == banner.text()  # the whole text on hover
+    assert (
+        banner.label.text().endswith("…") and banner.label.toolTip() == banner.text()
+    )  # the whole text on hover
 
     banner.dismiss()  # ✕
-    qtbot.waitUntil(lambda: services.settings.ui.dismissed_model_notice == NamedModel.model_path, timeout=5_000)
+    qtbot.waitUntil(
+        lambda: services.settings.ui.dismissed_model_notice == NamedModel.model_path, timeout=5_000
+    )
     run_quick(qtbot, window)
     assert not banner.isVisible()  # not again on the next run
     saved = app_paths().settings_file.read_text(encoding="utf-8")
@@ -342,7 +404,9 @@ def test_the_starter_notice_is_one_line_and_once_dismissed_stays_so_until_the_mo
         NamedModel.model_path = "/models/smollm2-135m.gguf"
 
 
-def test_a_damaged_window_state_is_ignored(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
+def test_a_damaged_window_state_is_ignored(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
     window = make_window()
     size = window.size()
     state = window.services.paths.config_dir / WINDOW_STATE_FILE
@@ -369,7 +433,9 @@ def test_each_mode_has_a_one_line_explanation_under_the_selector(
         assert panel.mode.itemData(i, Qt.ItemDataRole.ToolTipRole) == shown[name]
     assert all(text and "\n" not in text for text in shown.values())
     assert len(set(shown.values())) == len(names) and shown == MODES
-    assert "reasoning model" in shown["hds"] and "table" in shown["table"] and "plan" in shown["plan"]
+    assert (
+        "reasoning model" in shown["hds"] and "table" in shown["table"] and "plan" in shown["plan"]
+    )
 
 
 # -- long file names ----------------------------------------------------------------------------------------
@@ -382,32 +448,49 @@ def test_long_file_names_are_elided_in_the_middle_with_the_full_path_as_tooltip(
     path = f"/home/someone/documents/reports/{LONG_NAME}"
     library = window.library_panel
     document = Document(
-        doc_id="d1", collection="docs", path=path, status=DocumentStatus.INDEXED, chunk_count=3, content_hash=""
+        doc_id="d1",
+        collection="docs",
+        path=path,
+        status=DocumentStatus.INDEXED,
+        chunk_count=3,
+        content_hash="",
     )
     collections = [Collection("docs", documents=1)]
-    library.controller.catalogChanged.emit(collections, library_rows(collections, {"docs": [document_row(document)]}))
+    library.controller.catalogChanged.emit(
+        collections, library_rows(collections, {"docs": [document_row(document)]})
+    )
     item = library.collection_index("docs")
     assert item.isValid() and library.model.rowCount(item) == 1
     row = library.model.index(0, 0, item)
     library.tree.expand(item)
     assert library.tree.textElideMode() == Qt.TextElideMode.ElideMiddle
     assert path in row.data(Qt.ItemDataRole.ToolTipRole)
-    assert library.tree.visualRect(row).width() < library.tree.fontMetrics().horizontalAdvance(row.data())
+    assert library.tree.visualRect(row).width() < library.tree.fontMetrics().horizontalAdvance(
+        row.data()
+    )
 
     ingest = library.ingest
     ingest.start("Scanning for docs…")
     ingest.show_event(IngestStarted(collection="docs", total_files=1))
-    ingest.show_event(FileDone(collection="docs", path=path, status="failed", reason="it is not a PDF"))
+    ingest.show_event(
+        FileDone(collection="docs", path=path, status="failed", reason="it is not a PDF")
+    )
     for view in (ingest.files, ingest.failures):
         listed = view.item(0)
         assert listed is not None and path in listed.toolTip()
         assert view.textElideMode() == Qt.TextElideMode.ElideMiddle and not view.wordWrap()
-        qtbot.waitUntil(lambda view=view: view.isVisible() and view.viewport().width() > 20, timeout=5_000)
+        qtbot.waitUntil(
+            lambda view=view: view.isVisible() and view.viewport().width() > 20, timeout=5_000
+        )
         view.doItemsLayout()
         rect = view.visualItemRect(listed)
-        assert 0 < rect.width() <= view.viewport().width()  # as wide as the list, not as the name: elided
+        assert (
+            0 < rect.width() <= view.viewport().width()
+        )  # as wide as the list, not as the name: elided
         assert rect.width() < view.fontMetrics().horizontalAdvance(listed.text())
-        assert view.horizontalScrollBar().maximum() == 0  # nothing to scroll to: the middle is left out
+        assert (
+            view.horizontalScrollBar().maximum() == 0
+        )  # nothing to scroll to: the middle is left out
 
 
 # -- naming a collection from a drop ----------------------------------------------------------------------------

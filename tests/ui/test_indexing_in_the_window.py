@@ -31,13 +31,17 @@ def window(qtbot: Any, aloop: Any) -> Any:
 def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped_files(
     qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path
 ) -> None:
-    folder = make_docs_folder(shared_data, tmp_path / "Milvus Intro", broken=False)  # 4 pages and a PDF
+    folder = make_docs_folder(
+        shared_data, tmp_path / "Milvus Intro", broken=False
+    )  # 4 pages and a PDF
     (folder / "song.mp3").write_bytes(b"ID3")
     (folder / "tool.exe").write_bytes(b"MZ")
     panel = window.library_panel
     seen: list[tuple[list[IndexingState], str, bool, str]] = []
 
-    def look(states: list[IndexingState]) -> None:  # after the panel's own slot: what the row shows now
+    def look(
+        states: list[IndexingState],
+    ) -> None:  # after the panel's own slot: what the row shows now
         item = panel.collection_index("milvus_intro")
         if item.isValid():
             brush = item.data(Qt.ItemDataRole.ForegroundRole)
@@ -53,7 +57,11 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
     result = finished.args[0]
     assert (result.indexed, result.skipped, result.failed) == (5, 2, 0)
 
-    counted = [(states, text, greyed, tip) for states, text, greyed, tip in seen if states and states[0].expected]
+    counted = [
+        (states, text, greyed, tip)
+        for states, text, greyed, tip in seen
+        if states and states[0].expected
+    ]
     assert counted, f"the row never showed the indexing: {seen}"
     for states, text, greyed, tip in counted:
         (state,) = states
@@ -71,39 +79,58 @@ def test_a_collection_being_indexed_shows_how_far_and_the_summary_counts_skipped
     assert "partial" not in str(item.data(Qt.ItemDataRole.ToolTipRole))
 
     summary = panel.ingest.current_label
-    assert "5 files indexed, 0 unchanged, 2 skipped (not a format Fathom reads), 0 failed" in summary.text()
+    assert (
+        "5 files indexed, 0 unchanged, 2 skipped (not a format Fathom reads), 0 failed"
+        in summary.text()
+    )
     details = html.unescape(summary.toolTip())  # a plain-text tooltip, escaped
     assert "Milvus Intro/song.mp3: Fathom does not read '.mp3' files." in details
     assert "Milvus Intro/tool.exe: Fathom does not read '.exe' files." in details
 
 
-def test_stop_is_said_at_once_and_done_within_two_seconds(qtbot: Any, window: MainWindow, shared_data: Path) -> None:
+def test_stop_is_said_at_once_and_done_within_two_seconds(
+    qtbot: Any, window: MainWindow, shared_data: Path
+) -> None:
     """A real ingest of the Milvus docs (270 files): Stop says "Stopping…" at once and
     cannot be pressed twice; the indexing has stopped 2 s later; until the rate rests on a
     few files the time left is "estimating…", not a guess."""
     panel = window.library_panel
     formats: list[str] = []
-    panel.controller.ingestEvent.connect(lambda _event: formats.append(panel.ingest.progress.format()))
+    panel.controller.ingestEvent.connect(
+        lambda _event: formats.append(panel.ingest.progress.format())
+    )
     entered, dropped = drop_paths(panel.drop_zone, [shared_data / "milvus-docs"])
     assert entered and dropped
     qtbot.waitUntil(
-        lambda: panel.controller.last_progress is not None and panel.controller.last_progress.done_files >= 3,
+        lambda: (
+            panel.controller.last_progress is not None
+            and panel.controller.last_progress.done_files >= 3
+        ),
         timeout=300_000,
     )
     assert any("ETA estimating…" in shown for shown in formats), formats[:20]
 
     def counted() -> bool:  # the collection's row counts what is stored, while indexing
         index = panel.collection_index("milvus_docs")
-        documents = str(index.siblingAtColumn(1).data() or "").replace(",", "") if index.isValid() else ""
-        chunks = str(index.siblingAtColumn(2).data() or "").replace(",", "") if index.isValid() else ""
+        documents = (
+            str(index.siblingAtColumn(1).data() or "").replace(",", "") if index.isValid() else ""
+        )
+        chunks = (
+            str(index.siblingAtColumn(2).data() or "").replace(",", "") if index.isValid() else ""
+        )
         return documents.isdigit() and int(documents) > 0 and chunks.isdigit() and int(chunks) > 0
 
     qtbot.waitUntil(counted, timeout=60_000)
     assert panel.controller.ingesting
     panel.ingest.stop_button.click()
-    assert panel.ingest.progress.format() == "Stopping…" and not panel.ingest.stop_button.isEnabled()
+    assert (
+        panel.ingest.progress.format() == "Stopping…" and not panel.ingest.stop_button.isEnabled()
+    )
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=2_000)
-    assert panel.ingest.progress.format().startswith("Stopped") and not panel.ingest.stop_button.isEnabled()
+    assert (
+        panel.ingest.progress.format().startswith("Stopped")
+        and not panel.ingest.stop_button.isEnabled()
+    )
 
 
 def test_a_folder_added_while_another_indexes_waits_its_turn(
@@ -112,7 +139,9 @@ def test_a_folder_added_while_another_indexes_waits_its_turn(
     first = make_docs_folder(shared_data, tmp_path / "Milvus Intro", broken=False)
     second = tmp_path / "notes"
     second.mkdir()
-    (second / "kelp.md").write_text("# Kelp\n\nKelp forests grow up to half a metre a day.\n", encoding="utf-8")
+    (second / "kelp.md").write_text(
+        "# Kelp\n\nKelp forests grow up to half a metre a day.\n", encoding="utf-8"
+    )
     panel = window.library_panel
     done: list[str] = []
     panel.controller.ingestFinished.connect(lambda finished: done.append(finished.collection))

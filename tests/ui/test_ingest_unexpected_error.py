@@ -41,7 +41,9 @@ def test_an_indexing_that_fails_unexpectedly_says_so_and_frees_the_library(
         assert entered and dropped
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=10_000)
     message = failed.args[0]
-    assert message.startswith("Indexing stopped on an unexpected error (ImportError: cannot import name 'x'")
+    assert message.startswith(
+        "Indexing stopped on an unexpected error (ImportError: cannot import name 'x'"
+    )
     # the bar no longer spins: it says it stopped, with the reason under it
     progress = panel.ingest.progress
     assert (progress.minimum(), progress.maximum(), progress.format()) == (0, 1, "Stopped")
@@ -49,7 +51,11 @@ def test_an_indexing_that_fails_unexpectedly_says_so_and_frees_the_library(
     # the task's error box and the window's error list name it too
     qtbot.waitUntil(lambda: bool(window.errors), timeout=10_000)
     assert window.errors[-1].startswith("indexing: ImportError: cannot import name 'x'")
-    boxes = [box for box in window.findChildren(QMessageBox) if box.objectName() == "errorBox" and box.isVisible()]
+    boxes = [
+        box
+        for box in window.findChildren(QMessageBox)
+        if box.objectName() == "errorBox" and box.isVisible()
+    ]
     assert [box.windowTitle() for box in boxes] == ["Indexing failed"]
     # nothing stays locked: the same folder indexes once the scan works again
     monkeypatch.undo()

@@ -47,7 +47,9 @@ class MemoryKeyring(KeyringBackend):
 
     priority = 1  # type: ignore[assignment]
 
-    def __init__(self, *, keep: bool = True, refuse: bool = False, gate: threading.Event | None = None) -> None:
+    def __init__(
+        self, *, keep: bool = True, refuse: bool = False, gate: threading.Event | None = None
+    ) -> None:
         super().__init__()
         self.store: dict[tuple[str, str], str] = {}
         self.on_main_thread: list[bool] = []
@@ -130,7 +132,9 @@ def _settings() -> Settings:
 
 
 async def _write(paths: AppPaths, settings: Settings) -> None:
-    await asyncio.to_thread(save_settings, settings, paths.settings_file)  # off the loop, as the window does
+    await asyncio.to_thread(
+        save_settings, settings, paths.settings_file
+    )  # off the loop, as the window does
 
 
 async def _no_models(_settings: Settings, _backend: str) -> list[str]:
@@ -157,7 +161,9 @@ def _settings_dialog(qtbot: Any, paths: AppPaths, errors: list[str]) -> Settings
 def _setup_dialog(qtbot: Any, paths: AppPaths, errors: list[str]) -> SetupDialog:
     services = Services(_settings(), paths)
     dialog = SetupDialog(
-        services, TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")), starter=starter_model_path()
+        services,
+        TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")),
+        starter=starter_model_path(),
     )
     qtbot.addWidget(dialog)
     dialog.show()
@@ -178,11 +184,20 @@ def test_without_a_keyring_the_dialogs_say_so_and_never_say_stored(
 ) -> None:
     paths = app_paths().ensure()
     errors: list[str] = []
-    dialog = _settings_dialog(qtbot, paths, errors) if which == "settings" else _setup_dialog(qtbot, paths, errors)
+    dialog = (
+        _settings_dialog(qtbot, paths, errors)
+        if which == "settings"
+        else _setup_dialog(qtbot, paths, errors)
+    )
     field = dialog.key_field
     assert "No OS keyring" in field.status.text() and ENV_VAR in field.status.text()
     assert not field.edit.isEnabled()
-    for shown in (field.status.text(), field.edit.placeholderText(), field.edit.toolTip(), dialog.error.text()):
+    for shown in (
+        field.status.text(),
+        field.edit.placeholderText(),
+        field.edit.toolTip(),
+        dialog.error.text(),
+    ):
         assert not STORED.search(shown), shown
     # the rest of the settings still save
     with qtbot.waitSignal(dialog.saved, timeout=5000):

@@ -15,7 +15,9 @@ from app.ui.main_window import MainWindow
 from app.ui.services import Services
 
 
-def test_a_task_failing_after_the_window_is_gone_is_logged_not_raised(qtbot: Any, aloop: Any) -> None:
+def test_a_task_failing_after_the_window_is_gone_is_logged_not_raised(
+    qtbot: Any, aloop: Any
+) -> None:
     window = MainWindow(Services(Settings(), app_paths().ensure()))
     keeper, errors = window.tasks, window.errors
     gate = asyncio.Event()
@@ -31,6 +33,7 @@ def test_a_task_failing_after_the_window_is_gone_is_logged_not_raised(qtbot: Any
     gate.set()
     qtbot.waitUntil(task.done, timeout=5000)
     qtbot.waitUntil(
-        lambda: errors == ["refresh the library: RuntimeError: Signal source has been deleted"], timeout=5000
+        lambda: errors == ["refresh the library: RuntimeError: Signal source has been deleted"],
+        timeout=5000,
     )
     # the aloop fixture fails the test if the error handler raised inside the loop

@@ -46,11 +46,21 @@ from app.ui.main_window import MainWindow
 from app.ui.services import Services
 from app.ui.tasks import TaskKeeper
 
-STALL_BOUND_MS = 250.0  # generous: a loaded 2-core machine; tests/bench/bench_ui.py has the strict figure
+STALL_BOUND_MS = (
+    250.0  # generous: a loaded 2-core machine; tests/bench/bench_ui.py has the strict figure
+)
 
 
-def doc(i: int, collection: str = "notes", status: str = "indexed", chunks: int = 2, error: str = "") -> DocumentRow:
-    return DocumentRow(f"{collection}-{i:05d}", f"/data/{collection}/part{i % 7}/file{i:05d}.md", status, chunks, error)
+def doc(
+    i: int, collection: str = "notes", status: str = "indexed", chunks: int = 2, error: str = ""
+) -> DocumentRow:
+    return DocumentRow(
+        f"{collection}-{i:05d}",
+        f"/data/{collection}/part{i % 7}/file{i:05d}.md",
+        status,
+        chunks,
+        error,
+    )
 
 
 def collection(name: str, docs: Sequence[DocumentRow], description: str = "") -> CollectionRow:
@@ -75,18 +85,34 @@ def settle(qtbot: Any, model: LibraryModel) -> None:
 # -- the model alone ----------------------------------------------------------------------------------------
 
 
-def test_rows_follow_the_catalog_with_inserts_changes_and_removals(qtmodeltester: Any, qtbot: Any) -> None:
+def test_rows_follow_the_catalog_with_inserts_changes_and_removals(
+    qtmodeltester: Any, qtbot: Any
+) -> None:
     model = LibraryModel()
     qtmodeltester.check(model)  # stays attached: every change below is checked
     notes = [doc(i) for i in range(5)]
-    model.show([collection("notes", notes, "Meeting notes"), collection("papers", [doc(1, "papers")])])
+    model.show(
+        [collection("notes", notes, "Meeting notes"), collection("papers", [doc(1, "papers")])]
+    )
     settle(qtbot, model)
     assert shown(model) == [("notes", [d.doc_id for d in notes]), ("papers", ["papers-00001"])]
     top = model.collection_index("notes")
-    assert [top.siblingAtColumn(c).data() for c in range(4)] == ["notes", "5", "10", "Meeting notes"]
-    assert top.data(KIND_ROLE) == "collection" and top.siblingAtColumn(3).data(Qt.ItemDataRole.ToolTipRole)
+    assert [top.siblingAtColumn(c).data() for c in range(4)] == [
+        "notes",
+        "5",
+        "10",
+        "Meeting notes",
+    ]
+    assert top.data(KIND_ROLE) == "collection" and top.siblingAtColumn(3).data(
+        Qt.ItemDataRole.ToolTipRole
+    )
     first = model.index(0, 0, top)
-    assert [first.siblingAtColumn(c).data() for c in range(4)] == ["notes/part0/file00000.md", "indexed", "2", ""]
+    assert [first.siblingAtColumn(c).data() for c in range(4)] == [
+        "notes/part0/file00000.md",
+        "indexed",
+        "2",
+        "",
+    ]
     assert (first.data(KIND_ROLE), first.data(NAME_ROLE), first.data(PATH_ROLE)) == (
         "document",
         "notes",
@@ -97,24 +123,36 @@ def test_rows_follow_the_catalog_with_inserts_changes_and_removals(qtmodeltester
     inserted: list[tuple[int, int]] = []
     removed: list[tuple[int, int]] = []
     changed: list[tuple[int, int]] = []
-    model.rowsInserted.connect(lambda parent, a, b: inserted.append((a, b)) if parent.isValid() else None)
-    model.rowsRemoved.connect(lambda parent, a, b: removed.append((a, b)) if parent.isValid() else None)
-    model.dataChanged.connect(lambda a, b: changed.append((a.row(), b.row())) if a.parent().isValid() else None)
+    model.rowsInserted.connect(
+        lambda parent, a, b: inserted.append((a, b)) if parent.isValid() else None
+    )
+    model.rowsRemoved.connect(
+        lambda parent, a, b: removed.append((a, b)) if parent.isValid() else None
+    )
+    model.dataChanged.connect(
+        lambda a, b: changed.append((a.row(), b.row())) if a.parent().isValid() else None
+    )
     # a re-scan: one document failed now, one is gone, two are new (one in the middle, one at the end)
     failed = doc(2, status="failed", chunks=0, error="<b>not</b> a PDF")
     after = [notes[0], notes[1], failed, doc(10), notes[4], doc(11)]  # notes[3] is gone
     after.sort(key=lambda d: d.path)
-    model.show([collection("notes", after, "Meeting notes"), collection("papers", [doc(1, "papers")])])
+    model.show(
+        [collection("notes", after, "Meeting notes"), collection("papers", [doc(1, "papers")])]
+    )
     settle(qtbot, model)
     assert shown(model)[0] == ("notes", [d.doc_id for d in after])
     assert len(removed) == 1 and len(inserted) == 2 and len(changed) == 1  # only what changed
     row = [d.doc_id for d in after].index(failed.doc_id)
     cell = model.index(row, 3, model.collection_index("notes"))
-    assert cell.data() == "<b>not</b> a PDF" and "&lt;b&gt;" in cell.data(Qt.ItemDataRole.ToolTipRole)
+    assert cell.data() == "<b>not</b> a PDF" and "&lt;b&gt;" in cell.data(
+        Qt.ItemDataRole.ToolTipRole
+    )
     assert model.collection_index("notes").siblingAtColumn(1).data() == "6"
 
     # a collection removed, another added before it (the catalog lists them by name)
-    model.show([collection("archive", [doc(1, "archive")]), collection("notes", after, "Meeting notes")])
+    model.show(
+        [collection("archive", [doc(1, "archive")]), collection("notes", after, "Meeting notes")]
+    )
     settle(qtbot, model)
     assert [name for name, _ in shown(model)] == ["archive", "notes"]
     model.show([])
@@ -149,7 +187,9 @@ def test_an_open_collection_and_the_selection_survive_a_reload(qtbot: Any) -> No
 def test_a_large_update_is_applied_a_slice_at_a_time_and_a_newer_one_takes_over(
     qtmodeltester: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(library_model, "SLICE_MS", 0.0)  # one step a slice: every step is seen by the tester
+    monkeypatch.setattr(
+        library_model, "SLICE_MS", 0.0
+    )  # one step a slice: every step is seen by the tester
     model = LibraryModel()
     qtmodeltester.check(model)
     big = [doc(i, "big") for i in range(3 * FETCH_ROWS)]
@@ -159,7 +199,9 @@ def test_a_large_update_is_applied_a_slice_at_a_time_and_a_newer_one_takes_over(
     settle(qtbot, model)
     first_slices = model.slices
     assert first_slices > 2 and model.documents_of("big") == big
-    assert model.rowCount(model.collection_index("big")) == FETCH_ROWS  # what a view is shown at first
+    assert (
+        model.rowCount(model.collection_index("big")) == FETCH_ROWS
+    )  # what a view is shown at first
 
     # every other document changes, and before that is applied, a newer list arrives
     changed = [d._replace(status="pending") if i % 2 else d for i, d in enumerate(big)]
@@ -171,7 +213,9 @@ def test_a_large_update_is_applied_a_slice_at_a_time_and_a_newer_one_takes_over(
     assert shown(model)[0][1] == [d.doc_id for d in newer[:FETCH_ROWS]]
 
 
-def test_scattered_removals_and_additions_take_a_few_signals_not_one_per_row(qtmodeltester: Any, qtbot: Any) -> None:
+def test_scattered_removals_and_additions_take_a_few_signals_not_one_per_row(
+    qtmodeltester: Any, qtbot: Any
+) -> None:
     model = LibraryModel()
     qtmodeltester.check(model)
     big = [doc(i, "big") for i in range(1000)]
@@ -182,12 +226,16 @@ def test_scattered_removals_and_additions_take_a_few_signals_not_one_per_row(qtm
     model.rowsInserted.connect(lambda *_: signals.append("inserted"))
     model.show([collection("big", big[::2])])  # every other document gone
     settle(qtbot, model)
-    assert model.documents_of("big") == big[::2] and shown(model)[0][1] == [d.doc_id for d in big[::2][:FETCH_ROWS]]
+    assert model.documents_of("big") == big[::2] and shown(model)[0][1] == [
+        d.doc_id for d in big[::2][:FETCH_ROWS]
+    ]
     assert 0 < len(signals) <= 4, signals
     signals.clear()
     model.show([collection("big", big)])  # and back
     settle(qtbot, model)
-    assert model.documents_of("big") == big and shown(model)[0][1] == [d.doc_id for d in big[:FETCH_ROWS]]
+    assert model.documents_of("big") == big and shown(model)[0][1] == [
+        d.doc_id for d in big[:FETCH_ROWS]
+    ]
     assert 0 < len(signals) <= 4, signals
 
 
@@ -207,26 +255,38 @@ def test_a_view_is_shown_a_few_hundred_documents_at_a_time(qtbot: Any) -> None:
     assert panel.model.rowCount(parent) == FETCH_ROWS  # expanding shows no more rows than that
     bar.setValue(bar.maximum())  # scrolled to the last row shown: more are shown
     qtbot.waitUntil(lambda: panel.model.rowCount(parent) == 2 * FETCH_ROWS)
-    index = panel.model.document_index("big", big[-1].doc_id)  # going to a row shows the rows up to it
+    index = panel.model.document_index(
+        "big", big[-1].doc_id
+    )  # going to a row shows the rows up to it
     assert index.isValid() and index.data(DOC_ROLE) == big[-1].doc_id
     assert panel.model.rowCount(parent) == len(big)
 
 
-def test_a_collection_being_indexed_is_greyed_with_how_far_then_shown_again(qtmodeltester: Any) -> None:
+def test_a_collection_being_indexed_is_greyed_with_how_far_then_shown_again(
+    qtmodeltester: Any,
+) -> None:
     model = LibraryModel()
     qtmodeltester.check(model)
     grey = QBrush(QColor(128, 128, 128))
     model.greyed = grey
     model.show([collection("notes", [doc(1)])])
-    model.set_indexing({"notes": "Indexing — 12 of 40 documents", "fresh": "Indexing — 0 of 3 documents"})
+    model.set_indexing(
+        {"notes": "Indexing — 12 of 40 documents", "fresh": "Indexing — 0 of 3 documents"}
+    )
     notes, fresh = model.collection_index("notes"), model.collection_index("fresh")
-    assert fresh.isValid() and fresh.row() == 1  # a collection the catalog does not list yet gets a row
+    assert (
+        fresh.isValid() and fresh.row() == 1
+    )  # a collection the catalog does not list yet gets a row
     assert notes.data() == "notes — Indexing — 12 of 40 documents"
     assert notes.data(INDEXING_ROLE) == "Indexing — 12 of 40 documents"
     assert notes.siblingAtColumn(2).data(Qt.ItemDataRole.ForegroundRole) == grey
-    assert "a research run over it says its results are partial" in notes.data(Qt.ItemDataRole.ToolTipRole)
+    assert "a research run over it says its results are partial" in notes.data(
+        Qt.ItemDataRole.ToolTipRole
+    )
     assert fresh.data() == "fresh — Indexing — 0 of 3 documents"
-    model.show([collection("fresh", [doc(1, "fresh")]), collection("notes", [doc(1)])])  # a refresh meanwhile
+    model.show(
+        [collection("fresh", [doc(1, "fresh")]), collection("notes", [doc(1)])]
+    )  # a refresh meanwhile
     assert model.collection_names() == ["fresh", "notes"]
     assert model.collection_index("fresh").data() == "fresh — Indexing — 0 of 3 documents"
     model.set_indexing({})
@@ -246,11 +306,16 @@ def test_an_edited_description_is_shown_and_said_once(qtmodeltester: Any, qtbot:
     assert not document.flags() & Qt.ItemFlag.ItemIsEditable
     with qtbot.waitSignal(model.descriptionEdited) as edited:
         assert model.setData(description, "Meeting notes, 2024")
-    assert edited.args == ["notes", "Meeting notes, 2024"] and description.data() == "Meeting notes, 2024"
+    assert (
+        edited.args == ["notes", "Meeting notes, 2024"]
+        and description.data() == "Meeting notes, 2024"
+    )
     with qtbot.assertNotEmitted(model.descriptionEdited):
         assert not model.setData(description, "Meeting notes, 2024")  # unchanged
         assert not model.setData(document, "a document has no description")
-        assert not model.setData(model.collection_index("notes"), "renamed")  # the name is not edited here
+        assert not model.setData(
+            model.collection_index("notes"), "renamed"
+        )  # the name is not edited here
 
 
 # -- the real library ---------------------------------------------------------------------------------------
@@ -291,15 +356,28 @@ def test_the_rows_follow_the_real_library_through_ingest_rename_description_and_
     try:
         with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000):
             panel.add_paths([folder])
-        qtbot.waitUntil(lambda: not panel.controller.ingesting and not model.updating, timeout=10_000)
-        qtbot.waitUntil(lambda: model.documents_of("notes") == _catalog_rows(qtbot, library, "notes"), timeout=10_000)
+        qtbot.waitUntil(
+            lambda: not panel.controller.ingesting and not model.updating, timeout=10_000
+        )
+        qtbot.waitUntil(
+            lambda: model.documents_of("notes") == _catalog_rows(qtbot, library, "notes"),
+            timeout=10_000,
+        )
         (notes,) = await_in_test(qtbot, library.collections())
         top = model.collection_index("notes")
-        assert [top.siblingAtColumn(c).data() for c in (0, 1, 2)] == ["notes", "3", f"{notes.chunks:,}"]
-        assert sorted(Path(d.path).name for d in model.documents_of("notes")) == sorted(Path(f).name for f in FILES)
+        assert [top.siblingAtColumn(c).data() for c in (0, 1, 2)] == [
+            "notes",
+            "3",
+            f"{notes.chunks:,}",
+        ]
+        assert sorted(Path(d.path).name for d in model.documents_of("notes")) == sorted(
+            Path(f).name for f in FILES
+        )
         assert all(d.status == "indexed" and d.chunk_count > 0 for d in model.documents_of("notes"))
         panel.tree.expand(top)
-        panel.select(model.document_index("notes", model.documents_of("notes")[0].doc_id))  # faq_normalize…
+        panel.select(
+            model.document_index("notes", model.documents_of("notes")[0].doc_id)
+        )  # faq_normalize…
         kept = panel._selected()
 
         # a file renamed on disk, then a re-scan: its row goes, a row for the new name comes, the rest stay
@@ -308,8 +386,13 @@ def test_the_rows_follow_the_real_library_through_ingest_rename_description_and_
         model.rowsInserted.connect(lambda parent, first, last: inserted.append(last - first + 1))
         with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000):
             panel.controller.rescan("notes")
-        qtbot.waitUntil(lambda: not panel.controller.ingesting and not model.updating, timeout=10_000)
-        qtbot.waitUntil(lambda: model.documents_of("notes") == _catalog_rows(qtbot, library, "notes"), timeout=10_000)
+        qtbot.waitUntil(
+            lambda: not panel.controller.ingesting and not model.updating, timeout=10_000
+        )
+        qtbot.waitUntil(
+            lambda: model.documents_of("notes") == _catalog_rows(qtbot, library, "notes"),
+            timeout=10_000,
+        )
         names = [Path(d.path).name for d in model.documents_of("notes")]
         assert "overview.md" not in names and "what_is_milvus.md" in names and len(names) == 3
         assert sum(inserted) == 1  # one new row, not a rebuilt list
@@ -326,7 +409,10 @@ def test_the_rows_follow_the_real_library_through_ingest_rename_description_and_
         panel.select(model.document_index("notes", gone.doc_id))
         panel.remove_button.click()
         assert Path(gone.path).name in answer_confirmation(qtbot, panel, yes=True)
-        qtbot.waitUntil(lambda: gone.doc_id not in {d.doc_id for d in model.documents_of("notes")}, timeout=10_000)
+        qtbot.waitUntil(
+            lambda: gone.doc_id not in {d.doc_id for d in model.documents_of("notes")},
+            timeout=10_000,
+        )
         assert model.documents_of("notes") == _catalog_rows(qtbot, library, "notes")
         assert model.collection_index("notes").siblingAtColumn(1).data() == "2"
     finally:
@@ -335,7 +421,9 @@ def test_the_rows_follow_the_real_library_through_ingest_rename_description_and_
         await_in_test(qtbot, library.aclose())
 
 
-def test_a_library_of_thousands_of_documents_opens_without_freezing_the_window(qtbot: Any, aloop: Any) -> None:
+def test_a_library_of_thousands_of_documents_opens_without_freezing_the_window(
+    qtbot: Any, aloop: Any
+) -> None:
     gc.collect()  # what earlier tests left (a Milvus client, its channel) is finalized now, not while measuring
     sizes = {"archive": 2500, "notes": 400, "reports": 1100}
     paths = app_paths().ensure()

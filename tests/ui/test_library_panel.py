@@ -32,14 +32,19 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as finished:
         entered, dropped = drop_paths(panel.drop_zone, [folder])
         assert entered and dropped
-        assert panel.controller.ingesting and panel.add_button.isEnabled()  # more is queued while indexing
+        assert (
+            panel.controller.ingesting and panel.add_button.isEnabled()
+        )  # more is queued while indexing
     result = finished.args[0]
     assert result.collection == "milvus_intro"
     assert (result.indexed, result.failed) == (5, 1)
     # progress reached 100 % and says so
     assert panel.ingest.progress.maximum() == 6 and panel.ingest.progress.value() == 6
     assert "done" in panel.ingest.progress.format()
-    assert panel.controller.last_progress is not None and panel.controller.last_progress.fraction == 1.0
+    assert (
+        panel.controller.last_progress is not None
+        and panel.controller.last_progress.fraction == 1.0
+    )
     # the broken file is listed with its reason
     assert panel.ingest.failures.isVisible() and panel.ingest.failures.count() == 1
     assert (
@@ -52,7 +57,9 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
     assert library is not None
     catalog = {c.name: c for c in await_in_test(qtbot, library.collections())}
 
-    def counts_shown() -> bool:  # the row's counts grow while indexing; the last read of the list has them all
+    def counts_shown() -> (
+        bool
+    ):  # the row's counts grow while indexing; the last read of the list has them all
         documents = f"{catalog['milvus_intro'].documents:,}"
         return cell(panel, "milvus_intro", 1) == documents and not panel.model.updating
 
@@ -64,13 +71,17 @@ def test_dropping_a_folder_indexes_it_with_progress_and_failures(
     item = panel.collection_index("milvus_intro")
     assert panel.model.rowCount(item) == len(docs) == 6
     shown = {panel.model.index(row, 0, item).data(PATH_ROLE) for row in range(6)}
-    assert shown == {doc.path for doc in docs}  # every document row names its file (the source viewer opens it)
+    assert shown == {
+        doc.path for doc in docs
+    }  # every document row names its file (the source viewer opens it)
     # the research panel offers the collection as a scope
     assert "milvus_intro" in window.research_panel._scope_actions
     assert panel.add_button.isEnabled() and not panel.ingest.stop_button.isEnabled()
 
 
-def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path) -> None:
+def test_descriptions_rescan_and_removal(
+    qtbot: Any, window: MainWindow, shared_data: Path, tmp_path: Path
+) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
     for name in ("overview.md", "limitations.md"):
@@ -89,8 +100,12 @@ def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_
     description = panel.collection_index("notes").siblingAtColumn(3)
     panel.tree.scrollTo(description)
     cell_rect = panel.tree.visualRect(description)
-    qtbot.mouseClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center())  # as a mouse does:
-    qtbot.mouseDClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center())  # a click first
+    qtbot.mouseClick(
+        panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center()
+    )  # as a mouse does:
+    qtbot.mouseDClick(
+        panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=cell_rect.center()
+    )  # a click first
     (editor,) = [e for e in panel.tree.viewport().findChildren(QLineEdit) if e.isVisible()]
     editor.setText("Milvus overview and limits")
     # saved (said once the catalog holds it), then the list reloaded; a reload of the
@@ -107,7 +122,9 @@ def test_descriptions_rescan_and_removal(qtbot: Any, window: MainWindow, shared_
     assert panel.tree.isExpanded(panel.collection_index("notes"))  # the reload kept the row open
 
     # re-scan after a file changed and one was deleted
-    (folder / "overview.md").write_text("# Overview\n\nA changed page about Milvus.\n", encoding="utf-8")
+    (folder / "overview.md").write_text(
+        "# Overview\n\nA changed page about Milvus.\n", encoding="utf-8"
+    )
     (folder / "limitations.md").unlink()
     panel.select(panel.collection_index("notes"))
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=600_000) as rescanned:

@@ -102,18 +102,29 @@ def test_repair_reembeds_lost_passages_and_says_what_it_fixed(
     library = _open(qtbot, panel, minilm)
     try:
         _index(qtbot, panel, docs)
-        doc = next(d for d in await_in_test(qtbot, library.documents("notes")) if d.path.endswith("limitations.md"))
+        doc = next(
+            d
+            for d in await_in_test(qtbot, library.documents("notes"))
+            if d.path.endswith("limitations.md")
+        )
         expected = chunk_ids_of(doc.doc_id, doc.chunk_count)
-        library.store.delete_chunks("notes", sorted(expected)[:4])  # four passages vanish from the index
+        library.store.delete_chunks(
+            "notes", sorted(expected)[:4]
+        )  # four passages vanish from the index
         library.store.flush("notes")
 
         assert panel.repair_button.isEnabled()
         qtbot.mouseClick(panel.repair_button, Qt.MouseButton.LeftButton)
         box = _message_box(qtbot, panel)
         assert box.text().startswith("Repaired 1 problem. The library is consistent")
-        assert f"limitations.md ('notes'): 4 of its {doc.chunk_count} passages are missing" in box.informativeText()
+        assert (
+            f"limitations.md ('notes'): 4 of its {doc.chunk_count} passages are missing"
+            in box.informativeText()
+        )
         assert set(library.store.document_chunk_ids("notes", doc.doc_id)) == expected
-        assert panel.controller.last_repair is not None and panel.controller.last_repair[1].consistent
+        assert (
+            panel.controller.last_repair is not None and panel.controller.last_repair[1].consistent
+        )
         assert panel.repair_button.isEnabled() and panel.add_button.isEnabled()
     finally:
         _close(qtbot, panel, library)
@@ -143,17 +154,24 @@ def test_a_collection_built_with_another_model_is_offered_a_reindex(
     renamed = _open(qtbot, panel, _Renamed(minilm))  # the embedding model changed since
     try:
         qtbot.waitUntil(lambda: panel.collection_index("notes").isValid(), timeout=10_000)
-        assert [c.name for c in await_in_test(qtbot, renamed.collections_needing_reindex())] == ["notes"]
+        assert [c.name for c in await_in_test(qtbot, renamed.collections_needing_reindex())] == [
+            "notes"
+        ]
         panel.select(panel.collection_index("notes"))
         with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000) as finished:
             panel.rescan_action.trigger()  # refused: another model built it; Fathom offers to re-index
             question = answer_confirmation(qtbot, panel, yes=True)
-            assert question == "“notes” was built with another embedding model than the one in Settings."
+            assert (
+                question
+                == "“notes” was built with another embedding model than the one in Settings."
+            )
         assert finished.args[0].indexed == len(FILES)
         (collection,) = await_in_test(qtbot, renamed.collections())
         assert collection.embedding_model == "another-embedding-model"
         assert collection.documents == len(FILES)
-        (hits,) = await_in_test(qtbot, renamed.search(["Milvus limits on collection names"], mode="dense"))
+        (hits,) = await_in_test(
+            qtbot, renamed.search(["Milvus limits on collection names"], mode="dense")
+        )
         assert hits and hits[0].chunk.path.endswith("limitations.md")
         assert await_in_test(qtbot, renamed.collections_needing_reindex()) == []
     finally:
@@ -165,7 +183,11 @@ def test_what_a_crash_left_half_done_is_finished_and_said_at_start(
 ) -> None:
     library = _open(qtbot, panel, minilm)
     _index(qtbot, panel, docs)
-    doc = next(d for d in await_in_test(qtbot, library.documents("notes")) if d.path.endswith("limitations.md"))
+    doc = next(
+        d
+        for d in await_in_test(qtbot, library.documents("notes"))
+        if d.path.endswith("limitations.md")
+    )
     # as a kill between "chunks written" and "indexed" leaves it
     library.catalog.save_documents([replace(doc, status=DocumentStatus.WRITING)])
     _close(qtbot, panel, library)
@@ -176,7 +198,9 @@ def test_what_a_crash_left_half_done_is_finished_and_said_at_start(
         assert said.args[0] == (
             "Finished what an interrupted run left undone: 1 document whose indexing was cut short was completed."
         )
-        again = next(d for d in await_in_test(qtbot, reopened.documents("notes")) if d.doc_id == doc.doc_id)
+        again = next(
+            d for d in await_in_test(qtbot, reopened.documents("notes")) if d.doc_id == doc.doc_id
+        )
         assert again.status is DocumentStatus.INDEXED
     finally:
         _close(qtbot, panel, reopened)
@@ -193,14 +217,20 @@ def test_an_index_from_milvus_lite_3_is_moved_and_said_and_the_panel_lists_it(
 
     home = app_paths().data_dir.parent  # FATHOM_HOME: the archive holds data/…
     with tarfile.open(Path(__file__).parents[1] / "store" / "data" / "lite3-library.tar.gz") as tar:
-        tar.extractall(home, filter="data")  # a library an earlier Fathom wrote with Milvus Lite 3.x
+        tar.extractall(
+            home, filter="data"
+        )  # a library an earlier Fathom wrote with Milvus Lite 3.x
     with qtbot.waitSignal(panel.controller.statusMessage, timeout=60_000) as said:
         library = _open(qtbot, panel, minilm)
     try:
-        assert said.args[0].startswith("Moved the search index to the native Milvus Lite: 3 chunks in 2 collections")
+        assert said.args[0].startswith(
+            "Moved the search index to the native Milvus Lite: 3 chunks in 2 collections"
+        )
         assert said.args[1] == 0  # it stays until replaced
         qtbot.waitUntil(lambda: panel.collection_index("quay").isValid(), timeout=10_000)
-        (hits,) = await_in_test(qtbot, library.search(["when did the gantry crane arrive"], collections=["harbour"]))
+        (hits,) = await_in_test(
+            qtbot, library.search(["when did the gantry crane arrive"], collections=["harbour"])
+        )
         assert hits and hits[0].chunk.path.endswith("cranes.md")
     finally:
         _close(qtbot, panel, library)

@@ -49,7 +49,9 @@ def test_the_guard_catches_a_slot_of_the_window_that_blocks_the_loop(
 
     caught = [slow for slow in loop_guard.slots.slow if slow.name == "RunPresenter.flush"]
     assert len(caught) == 1 and caught[0].blocked_ms >= BLOCK_S * 1000 * 0.9, loop_guard.slots.slow
-    with pytest.raises(AssertionError, match=r"RunPresenter\.flush held the loop \d+ ms \(blocked 2\d\d ms"):
+    with pytest.raises(
+        AssertionError, match=r"RunPresenter\.flush held the loop \d+ ms \(blocked 2\d\d ms"
+    ):
         loop_guard.check()
     loop_guard.forgive()
 
@@ -98,7 +100,9 @@ def test_the_guard_catches_a_slot_that_computes_too_long_but_not_one_that_waits_
     loop_guard.forgive()
 
 
-def test_the_guard_catches_the_loop_left_unserved_by_anyone(qtbot: Any, aloop: Any, loop_guard: LoopGuard) -> None:
+def test_the_guard_catches_the_loop_left_unserved_by_anyone(
+    qtbot: Any, aloop: Any, loop_guard: LoopGuard
+) -> None:
     # not app/ui code, so only the loop-gap check can see it: block longer than its bound
     ran: list[bool] = []
     seconds = loop_guard.gap_bound_ms / 1000 + BLOCK_S

@@ -70,7 +70,10 @@ def test_a_token_is_kept_in_the_keyring_under_the_server_uri_and_never_in_the_fi
     paths = app_paths().ensure()
     errors: list[str] = []
     dialog = _dialog(qtbot, paths, Settings(), errors)
-    assert not dialog.milvus_token.isEnabled() and dialog.token_field.status.text() == NO_TOKEN_FOR_LITE
+    assert (
+        not dialog.milvus_token.isEnabled()
+        and dialog.token_field.status.text() == NO_TOKEN_FOR_LITE
+    )
 
     dialog.milvus_uri.setText(SERVER)
     dialog.milvus_uri.editingFinished.emit()
@@ -90,7 +93,9 @@ def test_a_token_is_kept_in_the_keyring_under_the_server_uri_and_never_in_the_fi
 
     again = _dialog(qtbot, paths, replace_setting(Settings(), "store.milvus_uri", SERVER), errors)
     _checked(qtbot, again)
-    assert again.token_field.status.text().startswith(f"A token for {SERVER} is stored in the OS keyring")
+    assert again.token_field.status.text().startswith(
+        f"A token for {SERVER} is stored in the OS keyring"
+    )
     assert again.milvus_token.text() == ""
     assert errors == []
 
@@ -102,7 +107,9 @@ def test_a_token_without_a_server_uri_is_refused_and_nothing_saved(
     dialog = _dialog(qtbot, paths, replace_setting(Settings(), "store.milvus_uri", SERVER), [])
     _checked(qtbot, dialog)
     dialog.milvus_token.setText("reader:s3cret-token")
-    dialog.milvus_uri.setText(str(tmp_path / "milvus.db"))  # back to a Lite file, the field not left yet
+    dialog.milvus_uri.setText(
+        str(tmp_path / "milvus.db")
+    )  # back to a Lite file, the field not left yet
     dialog.save()
     assert dialog.error.text() == (
         "Settings not saved: a token is for a Milvus server. Fill in its URI (http://host:19530)."
@@ -110,9 +117,13 @@ def test_a_token_without_a_server_uri_is_refused_and_nothing_saved(
     assert memory_keyring.store == {} and not paths.settings_file.exists()
 
 
-def test_without_a_keyring_the_token_field_names_the_environment_variable(qtbot: Any, aloop: Any) -> None:
+def test_without_a_keyring_the_token_field_names_the_environment_variable(
+    qtbot: Any, aloop: Any
+) -> None:
     with using(fail.Keyring()):
-        dialog = _dialog(qtbot, app_paths().ensure(), replace_setting(Settings(), "store.milvus_uri", SERVER), [])
+        dialog = _dialog(
+            qtbot, app_paths().ensure(), replace_setting(Settings(), "store.milvus_uri", SERVER), []
+        )
         _checked(qtbot, dialog)
         assert dialog.token_field.status.text() == (
             "No OS keyring on this system, so Fathom cannot keep a Milvus token. "

@@ -51,7 +51,11 @@ def server(starter_model_path: Path) -> Iterator[FileServer]:
 
 @pytest.fixture
 def catalog(
-    server: FileServer, starter_model_path: Path, starter_sha256: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FileServer,
+    starter_model_path: Path,
+    starter_sha256: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Path:
     """A catalog whose one model is the starter's file on loopback (FATHOM_MODEL_CATALOG)."""
     entry = {
@@ -78,16 +82,21 @@ def services_without_ollama() -> Services:
     """Services with no Ollama, on a computer whose speed was measured before (the suite
     never times the starter in a window test: tests/llm/test_machine_speed.py does)."""
     settings = replace_setting(Settings(), "model.ollama.host", f"http://127.0.0.1:{_free_port()}")
-    settings = dataclasses.replace(settings, ui=dataclasses.replace(settings.ui, first_run_done=True))
+    settings = dataclasses.replace(
+        settings, ui=dataclasses.replace(settings.ui, first_run_done=True)
+    )
     paths = app_paths().ensure()
     threads = research_threads(settings.model.llamacpp.n_threads)
     keep_speed(
-        paths.cache_dir, Speed(900.0, 60.0, model_bytes=100_000_000, threads=threads, machine=machine_key(threads))
+        paths.cache_dir,
+        Speed(900.0, 60.0, model_bytes=100_000_000, threads=threads, machine=machine_key(threads)),
     )
     return Services(settings, paths)
 
 
-def manager_for(qtbot: Any, services: Services, errors: list[str]) -> tuple[ModelManagerDialog, ModelDownloads]:
+def manager_for(
+    qtbot: Any, services: Services, errors: list[str]
+) -> tuple[ModelManagerDialog, ModelDownloads]:
     tasks = TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}"))
     downloads = ModelDownloads(
         tasks, lambda: services.paths.models_dir, lambda: services.settings, services.save_settings
@@ -111,9 +120,15 @@ def test_download_a_model_with_progress_then_use_it_and_remove_it(
     errors: list[str] = []
     dialog, downloads = manager_for(qtbot, services, errors)
     assert keys(dialog) == [STARTER_KEY, "tiny"]
-    assert "no Ollama running" in dialog.machine_label.text() and "GB memory" in dialog.machine_label.text()
+    assert (
+        "no Ollama running" in dialog.machine_label.text()
+        and "GB memory" in dialog.machine_label.text()
+    )
     assert "in use" in dialog.table.item(0, 0).text()
-    assert dialog.table.item(1, 3).text() == "to download" and dialog.table.item(1, 9).text() == "✓ fits"
+    assert (
+        dialog.table.item(1, 3).text() == "to download"
+        and dialog.table.item(1, 9).text() == "✓ fits"
+    )
     # the starter's speed, measured on this machine, scaled to each model: about how long a deep answer takes
     assert dialog.table.item(0, 10).text().startswith("about ") and "A deep answer takes" in (
         dialog.table.item(0, 10).toolTip()
@@ -140,23 +155,34 @@ def test_download_a_model_with_progress_then_use_it_and_remove_it(
     dones = [t.done for t in seen if t.key == "tiny"]
     assert dones == sorted(dones)
 
-    qtbot.waitUntil(lambda: dialog.inventory is not None and dialog.inventory.rows[0].key == "tiny", timeout=20_000)
+    qtbot.waitUntil(
+        lambda: dialog.inventory is not None and dialog.inventory.rows[0].key == "tiny",
+        timeout=20_000,
+    )
     row = dialog.inventory.rows[0] if dialog.inventory else None
-    assert row is not None and row.in_use and row.source == "fathom" and not dialog.cancel_button.isVisible()
+    assert (
+        row is not None
+        and row.in_use
+        and row.source == "fathom"
+        and not dialog.cancel_button.isVisible()
+    )
 
     # the starter again in one click, then remove the download (asked first)
     assert dialog.select_key(STARTER_KEY) and dialog.use_button.isEnabled()
     with qtbot.waitSignal(dialog.saved, timeout=10_000):
         dialog.use_button.click()
     assert services.settings.model.llamacpp.model_path == ""
-    qtbot.waitUntil(lambda: dialog.select_key("tiny") and dialog.remove_button.isEnabled(), timeout=20_000)
+    qtbot.waitUntil(
+        lambda: dialog.select_key("tiny") and dialog.remove_button.isEnabled(), timeout=20_000
+    )
     box = dialog.remove_selected()
     assert box is not None and "tiny-research.gguf" in box.text()
     box.button(QMessageBox.StandardButton.Yes).click()
     qtbot.waitUntil(lambda: "is removed" in dialog.message.text(), timeout=20_000)
     assert not target.exists()
     qtbot.waitUntil(
-        lambda: dialog.inventory is not None and dialog.inventory.rows[1].source == "catalog", timeout=20_000
+        lambda: dialog.inventory is not None and dialog.inventory.rows[1].source == "catalog",
+        timeout=20_000,
     )
     assert keys(dialog) == [STARTER_KEY, "tiny"]  # offered for download again
     assert not errors and network_guard.violations == []
@@ -188,7 +214,9 @@ def test_a_cancelled_download_keeps_its_part_and_the_next_one_resumes(
     assert (services.paths.models_dir / "tiny-research.gguf").is_file() and not part.exists()
     ranges = [r.range for r in server.seen(SERVED, "GET")]
     assert ranges[0] is None and ranges[-1] == f"bytes={kept}-"
-    assert services.settings.model.llamacpp.model_path == ""  # "Download" alone does not switch models
+    assert (
+        services.settings.model.llamacpp.model_path == ""
+    )  # "Download" alone does not switch models
     assert not errors
 
 
@@ -204,7 +232,9 @@ def test_the_first_run_recommends_a_model_and_downloads_it_while_the_starter_ans
     dialog = SetupDialog(services, tasks, starter=starter_model_path, downloads=downloads)
     qtbot.addWidget(dialog)
     dialog.show()
-    qtbot.waitUntil(lambda: dialog.recommend_task.done() and dialog.probe_task.done(), timeout=20_000)
+    qtbot.waitUntil(
+        lambda: dialog.recommend_task.done() and dialog.probe_task.done(), timeout=20_000
+    )
     text = dialog.recommendation.text()
     assert "Recommended: Tiny research model" in text and "download (once, then offline)" in text
     assert "would answer a deep question in about" in text  # measured here, not memory alone
@@ -220,7 +250,9 @@ def test_the_first_run_recommends_a_model_and_downloads_it_while_the_starter_ans
         # the dialog saved the starter for now and closed: the app is usable meanwhile
         assert saved.args[0].ui.first_run_done and saved.args[0].model.llamacpp.model_path == ""
     assert "Research now uses it" in done.args[1]
-    assert services.settings.model.llamacpp.model_path == str(services.paths.models_dir / "tiny-research.gguf")
+    assert services.settings.model.llamacpp.model_path == str(
+        services.paths.models_dir / "tiny-research.gguf"
+    )
     assert not errors
 
 
@@ -234,7 +266,9 @@ def test_nothing_leaves_the_machine_with_the_manager_and_first_run_open(
         qtbot.waitUntil(task.done, timeout=20_000)
         manager = task.result()
         qtbot.waitUntil(manager.refresh_task.done, timeout=20_000)
-        qtbot.waitUntil(lambda: setup.recommend_task.done() and setup.probe_task.done(), timeout=20_000)
+        qtbot.waitUntil(
+            lambda: setup.recommend_task.done() and setup.probe_task.done(), timeout=20_000
+        )
         assert manager.inventory is not None and "tiny" in keys(manager)
         assert window.models_action.shortcut().toString() == "Ctrl+Shift+M"
         again = window.open_models()
@@ -274,7 +308,9 @@ def test_settings_keep_the_catalog_and_open_the_manager_without_overwriting_its_
     button = dialog.findChild(QPushButton, "openModels")
     assert button is not None and button.isEnabled()
     button.click()
-    assert opened == [True] and not dialog.isVisible()  # closed unsaved: the manager's choice stands
+    assert (
+        opened == [True] and not dialog.isVisible()
+    )  # closed unsaved: the manager's choice stands
 
 
 @pytest.mark.parametrize("link", [True, False])
@@ -282,17 +318,25 @@ def test_a_gguf_file_on_this_computer_is_added_from_the_dialog_and_used(
     qtbot: Any, aloop: Any, catalog: Path, starter_model_path: Path, tmp_path: Path, link: bool
 ) -> None:
     """Offline, without the terminal or Settings: "Add a GGUF file…", copy or link, use."""
-    elsewhere = tmp_path / "downloads" / "my-model.gguf"  # a file the user has, outside every model folder
+    elsewhere = (
+        tmp_path / "downloads" / "my-model.gguf"
+    )  # a file the user has, outside every model folder
     elsewhere.parent.mkdir()
-    shutil.copyfile(starter_model_path, elsewhere)  # (not the starter's own file: that one is in use)
+    shutil.copyfile(
+        starter_model_path, elsewhere
+    )  # (not the starter's own file: that one is in use)
     services = services_without_ollama()
     errors: list[str] = []
     dialog, _downloads = manager_for(qtbot, services, errors)
     assert dialog.add_file_button.isVisible() and dialog.add_file_button.isEnabled()
-    task = dialog._tasks.start(dialog.add_model_file(elsewhere, link=link), "add")  # as the Copy/Link choice does
+    task = dialog._tasks.start(
+        dialog.add_model_file(elsewhere, link=link), "add"
+    )  # as the Copy/Link choice does
     qtbot.waitUntil(task.done, timeout=60_000)
     added = services.paths.models_dir / "my-model.gguf"
-    assert task.result() == added and added.is_symlink() == link and added.stat().st_size > 1_000_000
+    assert (
+        task.result() == added and added.is_symlink() == link and added.stat().st_size > 1_000_000
+    )
     assert "my-model.gguf is added" in dialog.message.text()
     row = dialog.selected_row()
     assert row is not None and Path(row.path).name == "my-model.gguf"  # listed and selected

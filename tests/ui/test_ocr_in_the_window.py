@@ -45,14 +45,20 @@ def document_note(window: MainWindow, collection: str, name: str) -> str:
     raise AssertionError(f"{name} is not listed under {collection}")
 
 
-def test_a_scan_is_read_by_ocr_until_settings_turn_it_off(qtbot: Any, window: MainWindow, tmp_path: Path) -> None:
+def test_a_scan_is_read_by_ocr_until_settings_turn_it_off(
+    qtbot: Any, window: MainWindow, tmp_path: Path
+) -> None:
     panel = window.library_panel
-    first = scanned_pdf(tmp_path / "Scans" / "tide.pdf", "The tide gauge at Veltmoor was read at six.")
+    first = scanned_pdf(
+        tmp_path / "Scans" / "tide.pdf", "The tide gauge at Veltmoor was read at six."
+    )
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000) as finished:
         drop_paths(panel.drop_zone, [first.parent])
     assert (finished.args[0].indexed, finished.args[0].failed) == (1, 0)
     qtbot.waitUntil(lambda: panel.collection_index("scans").isValid(), timeout=10_000)
-    qtbot.waitUntil(lambda: document_note(window, "scans", "tide.pdf") == "read by OCR", timeout=10_000)
+    qtbot.waitUntil(
+        lambda: document_note(window, "scans", "tide.pdf") == "read by OCR", timeout=10_000
+    )
 
     dialog: SettingsDialog = await_in_test(qtbot, window.open_settings())
     assert dialog.ocr.isChecked()
@@ -63,7 +69,9 @@ def test_a_scan_is_read_by_ocr_until_settings_turn_it_off(qtbot: Any, window: Ma
     assert settings.ingest.ocr is False
     library = window.services.library
     assert library is not None
-    qtbot.waitUntil(lambda: library.settings.ingest.ocr is False, timeout=10_000)  # applied by a task
+    qtbot.waitUntil(
+        lambda: library.settings.ingest.ocr is False, timeout=10_000
+    )  # applied by a task
 
     second = scanned_pdf(tmp_path / "More" / "beacon.pdf", "A copper beacon was mounted in 1902.")
     rasterise(text_pdf((("A photo of the beacon.",),)))[0].save(second.parent / "beacon.png")
@@ -72,6 +80,11 @@ def test_a_scan_is_read_by_ocr_until_settings_turn_it_off(qtbot: Any, window: Ma
     result = finished.args[0]
     assert (result.indexed, result.skipped, result.failed) == (0, 1, 1)
     failure = panel.ingest.failures.item(0).text()
-    assert "beacon.pdf: No text could be extracted from this PDF; it is probably scanned images." in failure
+    assert (
+        "beacon.pdf: No text could be extracted from this PDF; it is probably scanned images."
+        in failure
+    )
     assert "1 skipped (OCR turned off)" in panel.ingest.current_label.text()
-    qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)  # its bookkeeping after the summary
+    qtbot.waitUntil(
+        lambda: not panel.controller.ingesting, timeout=60_000
+    )  # its bookkeeping after the summary

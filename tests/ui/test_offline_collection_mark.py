@@ -43,7 +43,9 @@ def shown(window: MainWindow, name: str) -> str:
 def found(qtbot: Any, window: MainWindow, collection: str, word: str) -> list[str]:
     library = window.services.library
     assert library is not None
-    hits = await_in_test(qtbot, library.search([word], collections=[collection], mode="bm25", top_k=5))[0]
+    hits = await_in_test(
+        qtbot, library.search([word], collections=[collection], mode="bm25", top_k=5)
+    )[0]
     return sorted({h.chunk.path for h in hits if word in h.chunk.text})
 
 
@@ -52,7 +54,9 @@ def test_a_folder_unplugged_and_plugged_back_marks_its_collection_and_unmarks_it
 ) -> None:
     folder = tmp_path / "Work"
     folder.mkdir()
-    (folder / "minutes.txt").write_text("The committee approved the lighthouse repairs.\n", encoding="utf-8")
+    (folder / "minutes.txt").write_text(
+        "The committee approved the lighthouse repairs.\n", encoding="utf-8"
+    )
     with started_window(qtbot, watch_folders=True) as window:
         panel = window.library_panel
         controller = panel.controller
@@ -89,12 +93,18 @@ async def ingest(folder: Path, collection: str) -> None:
         await library.aclose()
 
 
-def test_a_folder_away_when_the_window_opens_is_marked_from_the_start(qtbot: Any, aloop: Any, tmp_path: Path) -> None:
+def test_a_folder_away_when_the_window_opens_is_marked_from_the_start(
+    qtbot: Any, aloop: Any, tmp_path: Path
+) -> None:
     folder = tmp_path / "Work"
     folder.mkdir()
-    (folder / "minutes.txt").write_text("The committee approved the lighthouse repairs.\n", encoding="utf-8")
+    (folder / "minutes.txt").write_text(
+        "The committee approved the lighthouse repairs.\n", encoding="utf-8"
+    )
     drive(aloop, ingest(folder, "work"))
-    (folder / "minutes.txt").rename(tmp_path / "minutes.txt")  # an empty mount point: the drive is not on it
+    (folder / "minutes.txt").rename(
+        tmp_path / "minutes.txt"
+    )  # an empty mount point: the drive is not on it
 
     with started_window(qtbot, watch_folders=True) as window:
         qtbot.waitUntil(lambda: shown(window, "work") == "work — folder offline", timeout=60_000)

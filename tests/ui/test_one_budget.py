@@ -47,4 +47,9 @@ def test_the_window_and_the_command_line_give_the_same_budget(qtbot: QtBot) -> N
     budget = run_budget(args, settings)
     assert budget == panel.budget()
     assert budget.max_search_calls == 30  # 6 rounds × 5 sub-queries, above the setting's 24
-    assert (budget.max_rounds, budget.max_subqueries, budget.top_k, budget.max_seconds) == (6, 5, 9, 300.0)
+    assert (budget.max_rounds, budget.max_subqueries, budget.top_k, budget.max_seconds) == (
+        6,
+        5,
+        9,
+        300.0,
+    )

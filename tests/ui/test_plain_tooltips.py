@@ -37,6 +37,8 @@ def test_a_chunk_in_the_research_tree_keeps_its_markup_as_text(qapp: Any) -> Non
 def test_a_table_cell_quote_keeps_its_markup_as_text(qapp: Any) -> None:
     model = EntityTableModel()
     cell = TableCell(value="x", confidence=0.9, chunk_id="c", quote=HOSTILE)
-    model.set_table(EntityTable(entity_type="thing", columns=("licence",), rows=(("faiss", (cell,)),)))
+    model.set_table(
+        EntityTable(entity_type="thing", columns=("licence",), rows=(("faiss", (cell,)),))
+    )
     tip = model.data(model.index(0, 1), Qt.ItemDataRole.ToolTipRole)
     assert "<img" not in tip and _shown_as(tip) == f"“{HOSTILE}”\nconfidence 90%"

@@ -32,9 +32,17 @@ MODULES = {
 
 
 def scenario(*args: str, modules: Path | None = None) -> Any:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (REPO_ROOT, modules) if p is not None))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(str(p) for p in (REPO_ROOT, modules) if p is not None),
+    )
     done = subprocess.run(
-        [sys.executable, str(SCENARIO), *args], env=env, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, str(SCENARIO), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -55,7 +63,9 @@ def test_pyside6s_own_check_hands_a_thread_a_half_imported_module(modules: Path)
     # one of them always gets it, and the other's import then fails too
     half = [key for key, result in results.items() if "from partially initialized module" in result]
     assert len(half) == 1, results
-    assert all(result.startswith("ImportError: cannot import name") for result in results.values()), results
+    assert all(
+        result.startswith("ImportError: cannot import name") for result in results.values()
+    ), results
 
 
 def test_with_fathoms_check_both_threads_import(modules: Path) -> None:

@@ -56,7 +56,10 @@ def table_cells(doc: QTextDocument) -> list[list[list[str]]]:
     """Every table of the rendered document, as rows of cell texts."""
     tables = [frame for frame in doc.rootFrame().childFrames() if isinstance(frame, QTextTable)]
     return [
-        [[t.cellAt(r, c).firstCursorPosition().block().text() for c in range(t.columns())] for r in range(t.rows())]
+        [
+            [t.cellAt(r, c).firstCursorPosition().block().text() for c in range(t.columns())]
+            for r in range(t.rows())
+        ]
         for t in tables
     ]
 
@@ -84,7 +87,9 @@ def test_markdown_renders_and_citations_are_links(qtbot: Any, http_server: Any) 
     assert first.blockFormat().headingLevel() == 1
     blocks = [doc.findBlockByNumber(i) for i in range(doc.blockCount())]
     assert [b.text() for b in blocks if b.textList() is not None] == ["fast", "open source [1]"]
-    assert table_cells(doc) == [[["name", "kind"], ["Lite", "embedded"]]]  # a real table, not its pipes
+    assert table_cells(doc) == [
+        [["name", "kind"], ["Lite", "embedded"]]
+    ]  # a real table, not its pipes
     assert "x = [4]" in doc.toPlainText()  # code untouched
     assert set(view.citation_anchor_positions()) == {1, 2, 3}
 
@@ -99,7 +104,10 @@ def test_markdown_renders_and_citations_are_links(qtbot: Any, http_server: Any) 
 
     # nothing was fetched, local or remote
     assert _Counter.hits == 0
-    assert view.loadResource(2, QUrl(f"http://127.0.0.1:{http_server.server_address[1]}/x.png")) is None
+    assert (
+        view.loadResource(2, QUrl(f"http://127.0.0.1:{http_server.server_address[1]}/x.png"))
+        is None
+    )
     assert view.loadResource(2, QUrl("file:///etc/hostname")) is None
     assert not view.openExternalLinks() and not view.openLinks()
 
@@ -113,7 +121,9 @@ def struck_citations(view: ReportView) -> list[tuple[int, bool]]:
     ]
 
 
-def test_an_unsupported_citation_is_struck_in_its_sentence_and_an_unknown_one_everywhere(qtbot: Any) -> None:
+def test_an_unsupported_citation_is_struck_in_its_sentence_and_an_unknown_one_everywhere(
+    qtbot: Any,
+) -> None:
     view = ReportView()
     qtbot.addWidget(view)
     view.set_markdown_text(
@@ -123,12 +133,20 @@ def test_an_unsupported_citation_is_struck_in_its_sentence_and_an_unknown_one_ev
         "## Sources\n\n- [1] First — a.md\n- [2] Second — b.md\n"
     )
     view.set_known_citations({1, 2})
-    view.mark_citation(2, False, "the source says otherwise", "Another claim.")  # as the checker says it
+    view.mark_citation(
+        2, False, "the source says otherwise", "Another claim."
+    )  # as the checker says it
     view.mark_citation(2, True, "", "A listed claim that holds.")
     view.flush()
-    assert view.unsupported_citations() == {2: "the source says otherwise", 7: "No source with this number."}
+    assert view.unsupported_citations() == {
+        2: "the source says otherwise",
+        7: "No source with this number.",
+    }
     # flagged as the final report is, with the checker's reason
-    assert "Another claim [2]. ⚠ (not supported by [2] — the source says otherwise)" in view.toPlainText()
+    assert (
+        "Another claim [2]. ⚠ (not supported by [2] — the source says otherwise)"
+        in view.toPlainText()
+    )
     assert struck_citations(view) == [
         (1, False),
         (2, True),  # the unsupported sentence…
@@ -157,7 +175,9 @@ def test_streamed_text_is_rendered_in_batches(qtbot: Any) -> None:
     for i in range(0, len(text), 5):
         view.append_markdown(text[i : i + 5])
     assert view.render_count == 0  # nothing rendered per delta
-    qtbot.waitUntil(lambda: view.render_count >= 1 and "Sentence 299" in view.toPlainText(), timeout=3000)
+    qtbot.waitUntil(
+        lambda: view.render_count >= 1 and "Sentence 299" in view.toPlainText(), timeout=3000
+    )
     assert view.render_count <= 3
 
 
@@ -165,7 +185,10 @@ def test_citation_helpers() -> None:
     assert cited_numbers("a [2] b [1, 2] c `[9]`") == [2, 1, 9]
     assert "cite:9" not in linkify_citations("see `x[9]`")
     assert linkify_citations("[see](http://x) and [3]") == "[see](http://x) and [\\[3\\]](cite:3)"
-    assert balance_fences("```\ncode\n## Sources\n\n[1] a\n") == "```\ncode\n```\n\n## Sources\n\n[1] a\n"
+    assert (
+        balance_fences("```\ncode\n## Sources\n\n[1] a\n")
+        == "```\ncode\n```\n\n## Sources\n\n[1] a\n"
+    )
 
 
 def test_table_sorts_highlights_and_quotes(qtbot: Any) -> None:
@@ -180,8 +203,17 @@ def test_table_sorts_highlights_and_quotes(qtbot: Any) -> None:
                     TableCell("30000", 0.8, "c2", "30k stars"),
                 ),
             ),
-            ("Faiss", (TableCell("MIT", 0.2, "c3", "maybe MIT"), TableCell("9000", 0.9, "c4", "9k"))),
-            ("Qdrant", (TableCell("Apache-2.0", 0.95, "c5", "Apache"), TableCell("100000", 0.7, "c6", "100k"))),
+            (
+                "Faiss",
+                (TableCell("MIT", 0.2, "c3", "maybe MIT"), TableCell("9000", 0.9, "c4", "9k")),
+            ),
+            (
+                "Qdrant",
+                (
+                    TableCell("Apache-2.0", 0.95, "c5", "Apache"),
+                    TableCell("100000", 0.7, "c6", "100k"),
+                ),
+            ),
         ),
     )
     view = EntityTableView()
@@ -217,7 +249,9 @@ def test_a_table_run_exports_csv_and_json(qtbot: Any, aloop: Any, tmp_path: Any)
     )
     window.presenter._show_table(table)
     assert window.report_tabs.currentWidget() is window.table
-    csv_path = await_in_test(qtbot, window.export_to(tmp_path / "table.csv"))  # written off the GUI thread
+    csv_path = await_in_test(
+        qtbot, window.export_to(tmp_path / "table.csv")
+    )  # written off the GUI thread
     assert csv_path is not None
     assert csv_path.read_text(encoding="utf-8").splitlines()[:2] == [
         "database,licence,licence confidence,licence source",

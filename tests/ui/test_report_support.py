@@ -29,7 +29,13 @@ from app.core.models import Budget, Citation, Evidence, SentenceSupport
 from app.core.paths import AppPaths
 from app.export.content import ReportContent
 from app.export.markdown import report_markdown
-from app.research.citations import cited_numbers, first_cited, sentence_support, split_report, support_headline
+from app.research.citations import (
+    cited_numbers,
+    first_cited,
+    sentence_support,
+    split_report,
+    support_headline,
+)
 from app.research.engine import ResearchEngine
 from app.research.provenance import STARTER_HEADER
 from app.store.research_runs import RunStore
@@ -54,14 +60,24 @@ Some readers like it. Milvus runs embedded as Milvus Lite [1].
 
 - 1 cited claim(s) were not supported by their source (marked ⚠).
 """
-CITATIONS = (Citation(1, "Milvus is a vector database.", True), Citation(2, "It is the fastest database ever.", False))
+CITATIONS = (
+    Citation(1, "Milvus is a vector database.", True),
+    Citation(2, "It is the fastest database ever.", False),
+)
 
 
 def _evidence(number: int, title: str) -> Evidence:
-    return Evidence(number, f"c{number}", "q", f"Quote of {title}.", f"/docs/{title.lower()}.md", title=title)
+    return Evidence(
+        number, f"c{number}", "q", f"Quote of {title}.", f"/docs/{title.lower()}.md", title=title
+    )
 
 
-EVIDENCE = [_evidence(1, "Milvus"), _evidence(2, "Speed"), _evidence(3, "Bananas"), _evidence(4, "Weaviate")]
+EVIDENCE = [
+    _evidence(1, "Milvus"),
+    _evidence(2, "Speed"),
+    _evidence(3, "Bananas"),
+    _evidence(4, "Weaviate"),
+]
 
 
 def _anchor_point(view: ReportView, href: str) -> QPoint:
@@ -91,8 +107,12 @@ def test_a_finished_report_has_its_header_and_marks_every_uncited_sentence(qtbot
     view.resize(700, 500)
     view.show()
     support = sentence_support(REPORT, CITATIONS, "word and meaning overlap")
-    assert support == SentenceSupport(sentences=4, cited=3, flagged=1, checked_by="word and meaning overlap")
-    view.show_finished(REPORT, known={1, 2, 3, 4}, citations=CITATIONS, support=support, consulted=EVIDENCE[2:])
+    assert support == SentenceSupport(
+        sentences=4, cited=3, flagged=1, checked_by="word and meaning overlap"
+    )
+    view.show_finished(
+        REPORT, known={1, 2, 3, 4}, citations=CITATIONS, support=support, consulted=EVIDENCE[2:]
+    )
     header = "2 of 4 sentences supported, 1 flagged, 1 cites no source (checked by word and meaning overlap)"
     assert view.header_text() == header == _first_block(view)
     shown = view.toPlainText()
@@ -106,7 +126,11 @@ def test_a_finished_report_has_its_header_and_marks_every_uncited_sentence(qtbot
     view.clear_report()
     view.append_markdown("Some readers like it. Milvus is a vector database [1].")
     view.flush()
-    assert view.header_text() == "" and view.uncited_marks() == 0 and "Also consulted" not in view.toPlainText()
+    assert (
+        view.header_text() == ""
+        and view.uncited_marks() == 0
+        and "Also consulted" not in view.toPlainText()
+    )
 
 
 def test_also_consulted_is_collapsed_until_clicked_and_its_sources_open(qtbot: Any) -> None:
@@ -115,7 +139,9 @@ def test_also_consulted_is_collapsed_until_clicked_and_its_sources_open(qtbot: A
     view.resize(700, 500)
     view.show()
     support = sentence_support(REPORT, CITATIONS)
-    view.show_finished(REPORT, known={1, 2, 3, 4}, citations=CITATIONS, support=support, consulted=EVIDENCE[2:])
+    view.show_finished(
+        REPORT, known={1, 2, 3, 4}, citations=CITATIONS, support=support, consulted=EVIDENCE[2:]
+    )
     shown = view.toPlainText()
     assert "▸ Also consulted (2)" in shown and "Bananas" not in shown and "Weaviate" not in shown
     # the Sources list is a list: one block per source
@@ -123,26 +149,36 @@ def test_also_consulted_is_collapsed_until_clicked_and_its_sources_open(qtbot: A
         "[1] Milvus docs — /docs/milvus.md",
         "[2] Speed notes — /docs/speed.md",
     ]
-    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=_anchor_point(view, CONSULTED_HREF))
+    qtbot.mouseClick(
+        view.viewport(), Qt.MouseButton.LeftButton, pos=_anchor_point(view, CONSULTED_HREF)
+    )
     assert view.consulted_open
     shown = view.toPlainText()
     assert "▾ Also consulted (2)" in shown and "[3] Bananas — /docs/bananas.md" in shown
     assert "[4] Weaviate — /docs/weaviate.md" in shown
     with qtbot.waitSignal(view.citationClicked, timeout=5_000) as clicked:
-        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=_anchor_point(view, "cite:4"))
+        qtbot.mouseClick(
+            view.viewport(), Qt.MouseButton.LeftButton, pos=_anchor_point(view, "cite:4")
+        )
     assert clicked.args == [4]
-    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=_anchor_point(view, CONSULTED_HREF))
+    qtbot.mouseClick(
+        view.viewport(), Qt.MouseButton.LeftButton, pos=_anchor_point(view, CONSULTED_HREF)
+    )
     assert not view.consulted_open and "Weaviate" not in view.toPlainText()
 
 
-def test_the_export_lists_the_cited_sources_once_and_the_rest_only_when_asked(qapp: Any, tmp_path: Path) -> None:
+def test_the_export_lists_the_cited_sources_once_and_the_rest_only_when_asked(
+    qapp: Any, tmp_path: Path
+) -> None:
     # a report whose check is not known (no support recorded) is not called verified
     text = report_markdown(ReportContent("What is Milvus?", REPORT, tuple(EVIDENCE)))
     assert "*3 of 4 sentences cited, not verified*" in text
     assert text.count("## Sources") == 1 and "## Open questions" in text
     assert re.findall(r"^- \[(\d+)\]", text, re.M) == ["1", "2"]
     assert "Bananas" not in text and "Also consulted" not in text
-    full = report_markdown(ReportContent("What is Milvus?", REPORT, tuple(EVIDENCE)), include_consulted=True)
+    full = report_markdown(
+        ReportContent("What is Milvus?", REPORT, tuple(EVIDENCE)), include_consulted=True
+    )
     assert re.findall(r"^- \[(\d+)\]", full, re.M) == ["1", "2", "3", "4"]
     assert full.index("## Also consulted") < full.index("[3] **Bananas**")
     path = export_report(tmp_path / "report.pdf", "What is Milvus?", REPORT, EVIDENCE)
@@ -204,7 +240,9 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         report = final.report
         support = report.support
         assert support is not None
-        assert support == sentence_support(report.markdown, report.citations, "word and meaning overlap")
+        assert support == sentence_support(
+            report.markdown, report.citations, "word and meaning overlap"
+        )
         assert support.sentences >= 1
 
         # the report's numbering: the cited sources are 1..C in order of first citation,
@@ -214,7 +252,9 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         cited = first_cited(body, numbers)
         assert cited == list(range(1, len(cited) + 1))
         assert [int(n) for n in re.findall(r"^- \[(\d+)\]", tail, re.M)] == cited
-        assert set(cited_numbers(body)) <= set(numbers) and numbers == list(range(1, len(numbers) + 1))
+        assert set(cited_numbers(body)) <= set(numbers) and numbers == list(
+            range(1, len(numbers) + 1)
+        )
 
         # the live window
         view = live.report_view
@@ -258,7 +298,9 @@ def test_a_real_run_shows_the_same_header_and_sources_live_reopened_and_exported
         if len(cited) < len(numbers):
             full = export("full.md", include_consulted=True).read_text(encoding="utf-8")
             assert [int(n) for n in re.findall(r"^- \[(\d+)\]", full, re.M)] == numbers
-        assert headline in _html_text(export("report.html")) and STARTER_HEADER in _html_text(export("report.html"))
+        assert headline in _html_text(export("report.html")) and STARTER_HEADER in _html_text(
+            export("report.html")
+        )
         assert headline in _pdf_text(export("report.pdf"))
     finally:
         runs.close()
@@ -290,7 +332,11 @@ def test_a_theme_switch_recolours_the_open_report_s_citations(qtbot: Any, qapp: 
         qapp.setPalette(dark_palette())
         dark_link = dark_palette().color(QPalette.ColorRole.Link).name()
         assert dark_link != light.color(QPalette.ColorRole.Link).name()
-        qtbot.waitUntil(lambda: link_colours() == {dark_link}, timeout=5_000)  # without reopening the report
+        qtbot.waitUntil(
+            lambda: link_colours() == {dark_link}, timeout=5_000
+        )  # without reopening the report
     finally:
         qapp.setPalette(light)
-    qtbot.waitUntil(lambda: link_colours() == {light.color(QPalette.ColorRole.Link).name()}, timeout=5_000)
+    qtbot.waitUntil(
+        lambda: link_colours() == {light.color(QPalette.ColorRole.Link).name()}, timeout=5_000
+    )

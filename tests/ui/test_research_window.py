@@ -9,11 +9,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import await_in_test, fill_research_panel, make_docs_folder, real_window, run_to_the_end
+from helpers import (
+    await_in_test,
+    fill_research_panel,
+    make_docs_folder,
+    real_window,
+    run_to_the_end,
+)
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QTextCursor
 
-from app.core.events import ChunkJudged, Finished, RoundStarted, SearchFinished, SubQueryPlanned, UsageUpdated
+from app.core.events import (
+    ChunkJudged,
+    Finished,
+    RoundStarted,
+    SearchFinished,
+    SubQueryPlanned,
+    UsageUpdated,
+)
 from app.core.settings import Settings
 from app.research.tree import chunk_node_id
 from app.ui.main_window import MainWindow
@@ -24,11 +37,15 @@ QUESTION = "What is Milvus Lite and how is it installed?"
 
 
 @pytest.fixture(scope="module")
-def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def window(
+    qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     home = tmp_path_factory.mktemp("research-window")
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
     # keep runs short with the tiny model: a short report, one round
-    with real_window(qloop, home, [folder], "milvus", run_options={"report_max_tokens": 120}) as win:
+    with real_window(
+        qloop, home, [folder], "milvus", run_options={"report_max_tokens": 120}
+    ) as win:
         yield win
 
 
@@ -52,7 +69,9 @@ def _expected_insert_order(events: list[Any]) -> list[str]:
     return order
 
 
-def test_a_question_runs_live_and_its_citations_open_the_source(qtbot: Any, aloop: Any, window: MainWindow) -> None:
+def test_a_question_runs_live_and_its_citations_open_the_source(
+    qtbot: Any, aloop: Any, window: MainWindow
+) -> None:
     _configure(window, "quick", rounds=1, queries=1)
     model = window.tree_model
     states_at_insert: list[str] = []
@@ -113,17 +132,23 @@ def test_a_question_runs_live_and_its_citations_open_the_source(qtbot: Any, aloo
 
     # saved in the history
     qtbot.waitUntil(
-        lambda: window.presenter.run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000
+        lambda: window.presenter.run_id in [r.run_id for r in window.history_panel.summaries],
+        timeout=10_000,
     )
 
 
-def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(qtbot: Any, aloop: Any, window: MainWindow) -> None:
+def test_stop_ends_the_run_within_a_second_and_keeps_what_it_found(
+    qtbot: Any, aloop: Any, window: MainWindow
+) -> None:
     _configure(window, "deep", rounds=3, queries=3)
     window.runs.run_options = {"report_max_tokens": 400}
     try:
         window.research_panel.run_button.click()
         # let it get somewhere: at least one search done
-        qtbot.waitUntil(lambda: any(isinstance(e, SearchFinished) for e in window.presenter.events), timeout=300_000)
+        qtbot.waitUntil(
+            lambda: any(isinstance(e, SearchFinished) for e in window.presenter.events),
+            timeout=300_000,
+        )
         assert window.runs.running
         ticks: list[float] = []
         timer = QTimer()
@@ -194,7 +219,9 @@ def test_reopening_a_run_replays_its_tree_and_report_and_exports_it(
     assert window.report.textCursor().selectedText() == word
 
     # exports
-    md = await_in_test(qtbot, window.export_to(tmp_path / "report.md"))  # written off the GUI thread
+    md = await_in_test(
+        qtbot, window.export_to(tmp_path / "report.md")
+    )  # written off the GUI thread
     html = await_in_test(qtbot, window.export_to(tmp_path / "report.html"))
     pdf = await_in_test(qtbot, window.export_to(tmp_path / "report.pdf"))
     assert md and html and pdf

@@ -18,11 +18,15 @@ from app.ingest.library import Library
 from app.ui.library_panel import LibraryPanel
 
 
-def test_retry_reads_again_a_file_a_plain_rescan_leaves(qtbot: Any, panel: LibraryPanel, tmp_path: Path) -> None:
+def test_retry_reads_again_a_file_a_plain_rescan_leaves(
+    qtbot: Any, panel: LibraryPanel, tmp_path: Path
+) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "bomb.pdf").write_bytes(flate_bomb_pdf(256))
-    (folder / "tides.md").write_text("# Tides\n\nThe spring tide peaks at 5.2 metres.\n", encoding="utf-8")
+    (folder / "tides.md").write_text(
+        "# Tides\n\nThe spring tide peaks at 5.2 metres.\n", encoding="utf-8"
+    )
     settings = replace_setting(Settings(), "ingest.memory_per_file_mb", 768)
     library = Library.open(settings, app_paths().ensure(), embedder=OnnxMiniLMEmbedder())
     read: list[str] = []
@@ -39,7 +43,11 @@ def test_retry_reads_again_a_file_a_plain_rescan_leaves(qtbot: Any, panel: Libra
         with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000):
             panel.add_paths([folder])
         qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=10_000)
-        (bomb,) = [d for d in await_in_test(qtbot, library.documents("notes")) if d.path.endswith("bomb.pdf")]
+        (bomb,) = [
+            d
+            for d in await_in_test(qtbot, library.documents("notes"))
+            if d.path.endswith("bomb.pdf")
+        ]
         assert bomb.error.startswith(TOO_MUCH_MEMORY) and sorted(read) == ["bomb.pdf", "tides.md"]
 
         read.clear()

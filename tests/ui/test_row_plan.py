@@ -42,11 +42,15 @@ def test_from_nothing_and_to_nothing() -> None:
 
 
 def test_new_rows_at_the_start_in_the_middle_and_at_the_end() -> None:
-    assert plan_rows(list("cd"), list("abcd")) == RowPlan(inserted=(RowRange(0, 1),), kept=(RowRange(2, 3),))
+    assert plan_rows(list("cd"), list("abcd")) == RowPlan(
+        inserted=(RowRange(0, 1),), kept=(RowRange(2, 3),)
+    )
     assert plan_rows(list("ad"), list("abcd")) == RowPlan(
         inserted=(RowRange(1, 2),), kept=(RowRange(0, 0), RowRange(3, 3))
     )
-    assert plan_rows(list("ab"), list("abcd")) == RowPlan(inserted=(RowRange(2, 3),), kept=(RowRange(0, 1),))
+    assert plan_rows(list("ab"), list("abcd")) == RowPlan(
+        inserted=(RowRange(2, 3),), kept=(RowRange(0, 1),)
+    )
     plan = plan_rows(list("bd"), list("abcde"))
     assert plan.inserted == (RowRange(0, 0), RowRange(2, 2), RowRange(4, 4))
     assert [(run.first, inserted) for run, inserted in plan.steps()] == [
@@ -92,14 +96,18 @@ def test_any_two_lists_give_a_plan_that_makes_the_new_one() -> None:
         old = rng.sample(keys, rng.randint(0, len(keys)))
         new = rng.sample(keys, rng.randint(0, len(keys)))
         if rng.random() < 0.5:  # mostly kept in order, as a growing tree is
-            new = sorted(new, key=lambda key: old.index(key) if key in old else rng.random() * len(old))
+            new = sorted(
+                new, key=lambda key: old.index(key) if key in old else rng.random() * len(old)
+            )
         plan = plan_rows(old, new)
         assert apply(old, new, plan) == new, (old, new, plan)
         gone_runs = row_runs([row for row, key in enumerate(old) if key not in new])
         stays = [key for key in old if key in new]
         in_order = [key for key in new if key in stays] == stays
         # the runs of rows gone, the last first; then, for a reorder, one range more
-        assert plan.removed[: len(gone_runs)] == tuple(RowRange(a, b) for a, b in reversed(gone_runs))
+        assert plan.removed[: len(gone_runs)] == tuple(
+            RowRange(a, b) for a, b in reversed(gone_runs)
+        )
         assert len(plan.removed) == len(gone_runs) + (0 if in_order else 1)
         if in_order:  # only the rows gone and the new ones change
             assert sum(len(run.rows) for run in plan.kept) == len(stays)

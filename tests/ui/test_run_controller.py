@@ -39,8 +39,18 @@ class Recorder:
 
     def __init__(self, controller: RunController) -> None:
         self.seen: list[tuple[str, tuple[Any, ...]]] = []
-        for name in ("runningChanged", "stopping", "stateText", "problem", "message", "modelName", "runOpened"):
-            getattr(controller, name).connect(lambda *args, name=name: self.seen.append((name, args)))
+        for name in (
+            "runningChanged",
+            "stopping",
+            "stateText",
+            "problem",
+            "message",
+            "modelName",
+            "runOpened",
+        ):
+            getattr(controller, name).connect(
+                lambda *args, name=name: self.seen.append((name, args))
+            )
         self.histories: list[list[Any]] = []
         controller.historyChanged.connect(self.histories.append)
 
@@ -50,7 +60,9 @@ class Recorder:
 
 def make_controller(model: Any, qloop: Any) -> tuple[RunController, list[str]]:
     errors: list[str] = []
-    engine = ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file)  # type: ignore[arg-type]
+    engine = ResearchEngine(
+        model, MemoryLibrary(list(MILVUS_CHUNKS)), history=app_paths().ensure().catalog_file
+    )  # type: ignore[arg-type]
     presenter = RunPresenter(ResearchTreeModel(), ReportView(), EntityTableView())
     tasks = TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}"))
     services = EngineServices(engine)
@@ -79,7 +91,9 @@ def test_a_real_run_is_shown_saved_listed_reopened_exported_and_deleted_without_
     seen = Recorder(controller)
     presenter = controller.presenter
 
-    with qtbot.waitSignal(controller.runningChanged, timeout=300_000, check_params_cb=lambda running: not running):
+    with qtbot.waitSignal(
+        controller.runningChanged, timeout=300_000, check_params_cb=lambda running: not running
+    ):
         task = controller.start(QUESTION, "quick", Scope(()), BUDGET)
         assert task is not None and controller.running
         assert controller.start(QUESTION, "quick", Scope(()), BUDGET) is None  # one run at a time
@@ -87,7 +101,9 @@ def test_a_real_run_is_shown_saved_listed_reopened_exported_and_deleted_without_
 
     # shown: the presenter holds the whole run, the signals told its story in order
     assert seen.of("runningChanged") == [(True,), (False,)]
-    assert seen.of("stateText")[0] == ("Loading the model…",) and seen.of("stateText")[-1] == ("Finished",)
+    assert seen.of("stateText")[0] == ("Loading the model…",) and seen.of("stateText")[-1] == (
+        "Finished",
+    )
     assert seen.of("modelName") == [(starter_llm.model_name,)]
     assert isinstance(presenter.events[0], RunStarted) and presenter.events[0].question == QUESTION
     final = presenter.events[-1]

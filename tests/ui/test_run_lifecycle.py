@@ -36,7 +36,9 @@ pytestmark = pytest.mark.gui
 
 QUESTION = "What is Milvus and how does it compare with other vector databases?"
 REPORT = "Milvus is an open-source vector database built for similarity search [1]."
-STALL_LIMIT_MS = 500  # generous: a loaded machine must not make it flaky; a blocking call on the loop would
+STALL_LIMIT_MS = (
+    500  # generous: a loaded machine must not make it flaky; a blocking call on the loop would
+)
 UNWIND_S = 1.0  # longer than the grace periods a stop used to give up after (0.8 s, 1.5 s)
 
 
@@ -57,7 +59,9 @@ class SlowToStop(ScriptedModel):
         super().__init__(script(reflect=[gaps, BLOCK]), text=REPORT)
         self.unwound = False
 
-    async def _reply(self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None) -> Any:
+    async def _reply(
+        self, task: str, messages: Sequence[Message], schema: dict[str, Any] | None
+    ) -> Any:
         try:
             return await super()._reply(task, messages, schema)
         except asyncio.CancelledError:
@@ -129,15 +133,24 @@ def test_stop_waits_for_the_engine_and_the_evidence_is_shown_and_saved(
     shown = window.report.toPlainText()
     for evidence in found:
         assert " ".join(evidence.quote.split())[:40] in " ".join(shown.split())
-    assert any(result.endswith("relevant") for _, kind, _, result in window.tree_model.shape() if kind == "chunk")
-    assert window.research_panel.run_button.isEnabled() and window.research_panel.stop_button.text() == "Stop"
+    assert any(
+        result.endswith("relevant")
+        for _, kind, _, result in window.tree_model.shape()
+        if kind == "chunk"
+    )
+    assert (
+        window.research_panel.run_button.isEnabled()
+        and window.research_panel.stop_button.text() == "Stop"
+    )
 
     # saved: the same events and evidence are in the history, and it lists the run as stopped
     stored = await_in_test(qtbot, window.services.history.read_events(run_id))
     assert list(stored.events) == presenter.events and stored.skipped == ()
     summary = await_in_test(qtbot, window.services.history.get_run(run_id))
     assert summary is not None and summary.status == "cancelled"
-    qtbot.waitUntil(lambda: run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000)
+    qtbot.waitUntil(
+        lambda: run_id in [r.run_id for r in window.history_panel.summaries], timeout=10_000
+    )
     assert stall is not None and stall.max_ms < STALL_LIMIT_MS, f"the window froze: {stall}"
 
 
@@ -175,7 +188,9 @@ def test_stopping_a_run_of_the_real_model_midway_shows_and_saves_its_evidence(
     monitor = StallMonitor()
     monitor.start()
     panel.run_button.click()
-    qtbot.waitUntil(lambda: any(isinstance(e, EvidenceAdded) for e in window.presenter.events), timeout=300_000)
+    qtbot.waitUntil(
+        lambda: any(isinstance(e, EvidenceAdded) for e in window.presenter.events), timeout=300_000
+    )
     run_id = window.presenter.run_id
     work = mode_task(run_id)
     assert work is not None and not work.done(), "the run ended before it could be stopped"
@@ -197,7 +212,10 @@ def test_stopping_a_run_of_the_real_model_midway_shows_and_saves_its_evidence(
 
 
 def test_a_scripted_run_reopened_and_exported_never_freezes_the_window(
-    qtbot: Any, make_window: Callable[..., MainWindow], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any,
+    make_window: Callable[..., MainWindow],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     window = make_window()
     monitor = StallMonitor()
@@ -234,7 +252,10 @@ def test_a_scripted_run_reopened_and_exported_never_freezes_the_window(
 
     monkeypatch.setattr(run_controller, "export", spy)
     monitor.start()
-    written = [await_in_test(qtbot, window.export_to(tmp_path / f"report{suffix}")) for suffix in (".md", ".pdf")]
+    written = [
+        await_in_test(qtbot, window.export_to(tmp_path / f"report{suffix}"))
+        for suffix in (".md", ".pdf")
+    ]
     exporting = monitor.stop()
     assert written == [tmp_path / "report.md", tmp_path / "report.pdf"]
     assert (tmp_path / "report.md").read_text(encoding="utf-8").startswith(f"# {QUESTION}")
@@ -242,8 +263,14 @@ def test_a_scripted_run_reopened_and_exported_never_freezes_the_window(
     assert len(writers) == 2 and threading.get_ident() not in writers
     assert window.export_action.isEnabled()
 
-    for name, stall in (("the run", during_run), ("reopening", reopening), ("exporting", exporting)):
-        assert stall is not None and stall.max_ms < STALL_LIMIT_MS, f"the window froze during {name}: {stall}"
+    for name, stall in (
+        ("the run", during_run),
+        ("reopening", reopening),
+        ("exporting", exporting),
+    ):
+        assert stall is not None and stall.max_ms < STALL_LIMIT_MS, (
+            f"the window froze during {name}: {stall}"
+        )
 
 
 def test_a_history_that_cannot_be_written_is_reported_in_the_status_bar(
@@ -262,7 +289,9 @@ def test_a_history_that_cannot_be_written_is_reported_in_the_status_bar(
     assert any("cannot be saved to the history" in label for label in notices)
 
 
-def test_runs_saved_by_the_first_version_open_in_the_window(qtbot: Any, make_window: Callable[..., MainWindow]) -> None:
+def test_runs_saved_by_the_first_version_open_in_the_window(
+    qtbot: Any, make_window: Callable[..., MainWindow]
+) -> None:
     restore(app_paths().ensure().catalog_file)
     window = make_window()
     await_in_test(qtbot, window.runs.refresh_history())
@@ -277,13 +306,20 @@ def test_runs_saved_by_the_first_version_open_in_the_window(qtbot: Any, make_win
         presenter = window.presenter
         assert presenter.run_id == run_id
         assert outline(presenter.builder.root) == expected["tree"]
-        assert presenter.report is not None and sha256(presenter.report.markdown) == expected["report_sha256"]
+        assert (
+            presenter.report is not None
+            and sha256(presenter.report.markdown) == expected["report_sha256"]
+        )
         assert window.report.markdown_text() == presenter.report.markdown
-        assert [presenter.evidence[n].chunk_id for n in sorted(presenter.evidence)] == expected["evidence"]
+        assert [presenter.evidence[n].chunk_id for n in sorted(presenter.evidence)] == expected[
+            "evidence"
+        ]
         assert window.research_panel.question_text() == expected["question"]
         assert presenter.state == ("cancelled" if expected["status"] == "cancelled" else "finished")
         if expected["table_rows"] is not None:
-            assert presenter.table is not None and len(presenter.table.rows) == expected["table_rows"]
+            assert (
+                presenter.table is not None and len(presenter.table.rows) == expected["table_rows"]
+            )
             assert window.report_tabs.currentWidget() is window.table
         else:
             assert window.report_tabs.currentWidget() is window.report
@@ -297,7 +333,10 @@ def test_a_damaged_run_opens_with_a_note_in_the_tree_and_the_status_bar(
     runs = RunStore(restore(app_paths().ensure().catalog_file))
     try:
         with runs.db.conn:
-            runs.db.execute("UPDATE research_events SET data = '{oops' WHERE run_id = ? AND seq = 40", [DEEP_RUN])
+            runs.db.execute(
+                "UPDATE research_events SET data = '{oops' WHERE run_id = ? AND seq = 40",
+                [DEEP_RUN],
+            )
             runs.db.execute(
                 "UPDATE research_events SET data = ? WHERE run_id = ? AND seq = 41",
                 [json.dumps({"type": "FromTheFuture", "v": 7, "run_id": DEEP_RUN}), DEEP_RUN],

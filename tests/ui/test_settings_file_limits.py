@@ -20,12 +20,21 @@ def test_the_limits_per_file_and_the_link_rule_are_saved(qtbot: Any, aloop: Any)
         return None
 
     dialog = SettingsDialog(
-        Settings(), app_paths().ensure(), no_models, write, lambda _url, _key: None, TaskKeeper(lambda n, e: None)
+        Settings(),
+        app_paths().ensure(),
+        no_models,
+        write,
+        lambda _url, _key: None,
+        TaskKeeper(lambda n, e: None),
     )
     qtbot.addWidget(dialog)
     dialog.show()
     defaults = dialog.settings().ingest
-    assert (defaults.memory_per_file_mb, defaults.seconds_per_file, defaults.follow_links_outside) == (
+    assert (
+        defaults.memory_per_file_mb,
+        defaults.seconds_per_file,
+        defaults.follow_links_outside,
+    ) == (
         2048,
         120,
         False,
@@ -34,4 +43,8 @@ def test_the_limits_per_file_and_the_link_rule_are_saved(qtbot: Any, aloop: Any)
     dialog.seconds_per_file.setValue(600)
     dialog.links_outside.setChecked(True)
     ingest = dialog.settings().ingest
-    assert (ingest.memory_per_file_mb, ingest.seconds_per_file, ingest.follow_links_outside) == (4096, 600, True)
+    assert (ingest.memory_per_file_mb, ingest.seconds_per_file, ingest.follow_links_outside) == (
+        4096,
+        600,
+        True,
+    )

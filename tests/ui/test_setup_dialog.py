@@ -31,7 +31,9 @@ def test_without_ollama_the_setup_offers_llama_cpp_and_saves_the_choice(
     services = Services(settings, paths)
     errors: list[str] = []
     dialog = SetupDialog(
-        services, TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")), starter=starter_model_path
+        services,
+        TaskKeeper(lambda name, exc: errors.append(f"{name}: {exc}")),
+        starter=starter_model_path,
     )
     qtbot.addWidget(dialog)
     dialog.show()
@@ -46,7 +48,9 @@ def test_without_ollama_the_setup_offers_llama_cpp_and_saves_the_choice(
     dialog.gguf.setText(str(paths.data_dir / "missing.gguf"))
     save = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save)
     save.click()
-    qtbot.waitUntil(lambda: "existing .gguf" in dialog.error.text(), timeout=5000)  # looked for off the loop
+    qtbot.waitUntil(
+        lambda: "existing .gguf" in dialog.error.text(), timeout=5000
+    )  # looked for off the loop
     assert dialog.isVisible()
 
     # a real GGUF file is accepted

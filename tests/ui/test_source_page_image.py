@@ -21,8 +21,12 @@ from app.ui.source_viewer import SourceViewer
 RED = (220, 30, 30)
 
 
-def _source(path: Path, page: int | None, number: int = 1) -> tuple[Evidence, Chunk, list[Chunk], None]:
-    chunk = Chunk(f"c{number}", "d1", "docs", str(path), f"Cited text of {path.name}.", page=page, chunk_no=1)
+def _source(
+    path: Path, page: int | None, number: int = 1
+) -> tuple[Evidence, Chunk, list[Chunk], None]:
+    chunk = Chunk(
+        f"c{number}", "d1", "docs", str(path), f"Cited text of {path.name}.", page=page, chunk_no=1
+    )
     evidence = Evidence(number, chunk.chunk_id, "q", chunk.text, str(path), page=page)
     return evidence, chunk, [chunk], None
 
@@ -47,7 +51,9 @@ def _at(image: QImage, fx: float, fy: float) -> QColor:
     return image.pixelColor(int(fx * image.width()), int(fy * image.height()))
 
 
-def test_the_cited_pdf_page_is_shown_when_its_tab_is_opened(qtbot: Any, aloop: Any, tmp_path: Path) -> None:
+def test_the_cited_pdf_page_is_shown_when_its_tab_is_opened(
+    qtbot: Any, aloop: Any, tmp_path: Path
+) -> None:
     pdf = marked_pdf(tmp_path / "marked.pdf")
     viewer = _viewer(qtbot)
     viewer.show_source(*_source(pdf, 1))
@@ -55,15 +61,21 @@ def test_the_cited_pdf_page_is_shown_when_its_tab_is_opened(qtbot: Any, aloop: A
     assert viewer.tabs.tabText(viewer.tabs.indexOf(viewer.page_view)) == "&Page 1"
     assert viewer.tabs.currentWidget() is viewer.text  # the cited text is shown first
     assert viewer.tabs.tabBar().isVisible()
-    assert viewer.page_view.task is None and viewer.page_view.picture() is None  # nothing rendered yet
+    assert (
+        viewer.page_view.task is None and viewer.page_view.picture() is None
+    )  # nothing rendered yet
 
     viewer.text.setFocus()
-    qtbot.keyClick(viewer.text, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)  # the keyboard way
+    qtbot.keyClick(
+        viewer.text, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier
+    )  # the keyboard way
     assert viewer.tabs.currentWidget() is viewer.page_view
     page_one = _shown(viewer, qtbot).copy()
 
     with qtbot.waitSignal(viewer.page_view.pictureShown, timeout=10_000) as shown:
-        viewer.show_source(*_source(pdf, 2, number=2))  # the page tab stays open: page 2 is rendered now
+        viewer.show_source(
+            *_source(pdf, 2, number=2)
+        )  # the page tab stays open: page 2 is rendered now
     assert shown.args == [2]
     assert viewer.tabs.tabText(viewer.tabs.indexOf(viewer.page_view)) == "&Page 2"
     page_two = _shown(viewer, qtbot)
@@ -75,7 +87,9 @@ def test_the_cited_pdf_page_is_shown_when_its_tab_is_opened(qtbot: Any, aloop: A
     assert _at(page_one, fx, fy).lightness() > 225  # page 1 is white there
     assert _at(page_two, 0.95, 0.95).lightness() > 225
     assert viewer.page_view.message() == ""
-    qtbot.waitUntil(viewer.page_view.verticalScrollBar().isVisible)  # the page is taller than the view...
+    qtbot.waitUntil(
+        viewer.page_view.verticalScrollBar().isVisible
+    )  # the page is taller than the view...
     assert not viewer.page_view.horizontalScrollBar().isVisible()  # ...and as wide as it
 
 
@@ -108,7 +122,9 @@ def test_an_image_source_is_shown_as_its_page(qtbot: Any, aloop: Any, tmp_path: 
     assert (right.red(), right.green(), right.blue()) == (255, 255, 255)
 
 
-def test_a_missing_file_is_said_in_place_of_the_picture(qtbot: Any, aloop: Any, tmp_path: Path) -> None:
+def test_a_missing_file_is_said_in_place_of_the_picture(
+    qtbot: Any, aloop: Any, tmp_path: Path
+) -> None:
     viewer = _viewer(qtbot)
     viewer.show_source(*_source(tmp_path / "gone.pdf", 3))
     with qtbot.waitSignal(viewer.page_view.messageShown, timeout=10_000) as said:
@@ -169,7 +185,9 @@ def test_a_late_render_never_covers_the_newer_source(
     newer = _shown(viewer, qtbot).copy()
     release.set()
     qtbot.waitUntil(lambda: "marked.pdf" in rendered and first.done(), timeout=10_000)
-    qtbot.waitUntil(lambda: viewer.page_view.task is not None and viewer.page_view.task.done(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: viewer.page_view.task is not None and viewer.page_view.task.done(), timeout=10_000
+    )
     assert viewer.page_view.picture() == newer  # still the image's page, not the PDF's
     assert viewer.tabs.tabText(viewer.tabs.indexOf(viewer.page_view)) == "&Page 1"
 
@@ -194,4 +212,6 @@ def test_the_cited_passage_is_marked_on_the_page(qtbot: Any, aloop: Any, tmp_pat
     assert washed, "no part of the page is marked"
     rows = {y for _, y in washed}
     assert max(rows) - min(rows) < image.height() * 0.06  # one line's height, not the page
-    assert min(rows) > image.height() * 0.12  # the second line, below the first (at about 10% of the page)
+    assert (
+        min(rows) > image.height() * 0.12
+    )  # the second line, below the first (at about 10% of the page)

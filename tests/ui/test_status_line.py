@@ -19,7 +19,9 @@ QUESTION = "What is Milvus Lite and how is it installed?"
 
 
 @pytest.fixture(scope="module")
-def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def window(
+    qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     home = tmp_path_factory.mktemp("status-line")
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
     short = {"report_max_tokens": 120}  # a short report: the tiny model loops on long ones
@@ -27,7 +29,9 @@ def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.Te
         yield win
 
 
-def test_the_status_line_says_each_phase_of_a_real_run(qtbot: Any, aloop: Any, window: MainWindow) -> None:
+def test_the_status_line_says_each_phase_of_a_real_run(
+    qtbot: Any, aloop: Any, window: MainWindow
+) -> None:
     fill_research_panel(window.research_panel, QUESTION, "deep", rounds=1, subqueries=2, top_k=3)
     shown: list[str] = []
 
@@ -58,5 +62,7 @@ def test_the_status_line_says_each_phase_of_a_real_run(qtbot: Any, aloop: Any, w
     assert order == sorted(order), shown
     assert shown[-1].startswith("Finished")
     # the label showed the phases, not a bare "Running…" while there was one to show
-    assert all(text in said or text in ("Loading the model…", "Running…") for text in shown[:-1]), shown
+    assert all(text in said or text in ("Loading the model…", "Running…") for text in shown[:-1]), (
+        shown
+    )
     assert shown.count("Running…") <= 1

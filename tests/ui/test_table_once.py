@@ -41,7 +41,9 @@ class RecordingModel:
         self.prompts.append(list(messages))
         return await self._model.chat(messages, **kwargs)
 
-    async def structured(self, messages: Sequence[Message], schema: dict[str, Any], **kwargs: Any) -> Any:
+    async def structured(
+        self, messages: Sequence[Message], schema: dict[str, Any], **kwargs: Any
+    ) -> Any:
         self.prompts.append(list(messages))
         return await self._model.structured(messages, schema, **kwargs)
 
@@ -67,7 +69,9 @@ def instruction_lines(prompts: list[Sequence[Message]]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def window(qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def window(
+    qapp: Any, qloop: Any, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     home = tmp_path_factory.mktemp("table-window")
     folder = make_docs_folder(shared_data, home / "docs", broken=False)
     # a short table run with the tiny model: few chunks read, few rows filled, a short summary
@@ -93,7 +97,9 @@ def test_table_mode_shows_its_table_once_and_never_a_line_of_its_prompt(
     names = [c.casefold() for c in table.columns]
     assert not keys & set(names) and table.entity_type.casefold() not in names, table.columns
     assert len(set(names)) == len(names), table.columns
-    assert window.report_tabs.currentWidget() is window.table  # the table's own view comes to the front
+    assert (
+        window.report_tabs.currentWidget() is window.table
+    )  # the table's own view comes to the front
     assert window.table.model().rowCount() == len(table.rows)
 
     shown = window.report.markdown_text()

@@ -70,11 +70,27 @@ def test_running_nodes_show_running_then_done(qtmodeltester: Any) -> None:
 def test_removed_and_reordered_rows_keep_the_model_valid(qtmodeltester: Any) -> None:
     model = ResearchTreeModel()
     qtmodeltester.check(model)
-    a = ViewNode("a", "round", "A", children=(ViewNode("a1", "subquery", "A1"), ViewNode("a2", "subquery", "A2")))
+    a = ViewNode(
+        "a",
+        "round",
+        "A",
+        children=(ViewNode("a1", "subquery", "A1"), ViewNode("a2", "subquery", "A2")),
+    )
     b = ViewNode("b", "round", "B")
     model.apply(ViewNode("root", "root", "", children=(a, b)))
-    model.apply(ViewNode("root", "root", "", children=(b, ViewNode("a", "round", "A*", children=(a.children[1],)))))
-    assert model.shape() == [(0, "round", "B", ""), (0, "round", "A*", ""), (1, "subquery", "A2", "")]
+    model.apply(
+        ViewNode(
+            "root",
+            "root",
+            "",
+            children=(b, ViewNode("a", "round", "A*", children=(a.children[1],))),
+        )
+    )
+    assert model.shape() == [
+        (0, "round", "B", ""),
+        (0, "round", "A*", ""),
+        (1, "subquery", "A2", ""),
+    ]
     model.apply(ViewNode("root", "root", ""))
     assert model.rowCount() == 0
 
@@ -129,18 +145,27 @@ def test_passages_show_one_scale_their_search_rank_with_a_tooltip_that_says_so(
         chunks = [(label, result) for _, kind, label, result in model.shape() if kind == "chunk"]
         assert len(chunks) >= 3, run_id
         for _, result in chunks:
-            assert re.fullmatch(r"#\d+ of \d+ · (relevant|not relevant|not judged)", result), (run_id, result)
+            assert re.fullmatch(r"#\d+ of \d+ · (relevant|not relevant|not judged)", result), (
+                run_id,
+                result,
+            )
         first = searches[0]
         best = build_tree(events).find(f"{first.node_id}/{first.hits[0].chunk.chunk_id}")
-        assert best is not None and best.detail["rank"] == 1 and best.detail["of"] == len(first.hits)
-        assert modes == ({"hybrid"} if run_id == DEEP_RUN else {"bm25", "dense"})  # RRF, BM25 and cosine scores
+        assert (
+            best is not None and best.detail["rank"] == 1 and best.detail["of"] == len(first.hits)
+        )
+        assert modes == (
+            {"hybrid"} if run_id == DEEP_RUN else {"bm25", "dense"}
+        )  # RRF, BM25 and cosine scores
         # the Result cell of a passage explains the scale
         rows = [model.index(r, 0) for r in range(model.rowCount())]
         found = []
         while rows:
             index = rows.pop()
             if model.data(index, KIND_ROLE) == "chunk":
-                found.append(model.data(model.index(index.row(), 1, index.parent()), 3))  # ToolTipRole
+                found.append(
+                    model.data(model.index(index.row(), 1, index.parent()), 3)
+                )  # ToolTipRole
             rows += [model.index(r, 0, index) for r in range(model.rowCount(index))]
         assert found and all(tip == RESULT_TOOLTIP for tip in found)
     assert "closest match" in RESULT_TOOLTIP and "#2 of 10" in RESULT_TOOLTIP

@@ -72,7 +72,17 @@ SHOWN_AS_TEXT = [
 
 LIVE_TAGS = {"img", "script", "iframe", "frame", "frameset", "link", "object", "embed", "form", "base", "svg",
              "video", "audio", "source", "input", "button", "applet"}  # fmt: skip
-URL_ATTRIBUTES = {"src", "href", "action", "formaction", "background", "poster", "srcset", "data", "xlink:href"}
+URL_ATTRIBUTES = {
+    "src",
+    "href",
+    "action",
+    "formaction",
+    "background",
+    "poster",
+    "srcset",
+    "data",
+    "xlink:href",
+}
 REMOTE = re.compile(r"^\s*(?:https?|ftp|wss?|file|javascript|vbscript|data):|^\s*//", re.IGNORECASE)
 
 
@@ -133,7 +143,11 @@ def document_anchors(doc: QTextDocument) -> list[str]:
         it = block.begin()
         while not it.atEnd():
             fragment = it.fragment()
-            if fragment.isValid() and fragment.charFormat().isAnchor() and fragment.charFormat().anchorHref():
+            if (
+                fragment.isValid()
+                and fragment.charFormat().isAnchor()
+                and fragment.charFormat().anchorHref()
+            ):
                 hrefs.append(fragment.charFormat().anchorHref())
             it += 1
         block = block.next()
@@ -187,12 +201,16 @@ def test_the_recorder_sees_what_an_unsafe_render_would_load(qtbot: Any) -> None:
     view = RecordingReportView()
     qtbot.addWidget(view)
     view.show()
-    view.document().setMarkdown("![pixel](http://127.0.0.1:9/image.png)\n\n[click](http://evil.example)")
+    view.document().setMarkdown(
+        "![pixel](http://127.0.0.1:9/image.png)\n\n[click](http://evil.example)"
+    )
     assert "http://127.0.0.1:9/image.png" in view.requested
     assert "http://evil.example" in document_anchors(view.document())
 
 
-def test_the_report_pane_shows_hostile_markdown_as_text_and_keeps_citations(qtbot: Any, tracker: int) -> None:
+def test_the_report_pane_shows_hostile_markdown_as_text_and_keeps_citations(
+    qtbot: Any, tracker: int
+) -> None:
     view = RecordingReportView()
     qtbot.addWidget(view)
     view.resize(700, 600)
@@ -233,7 +251,14 @@ def test_a_streamed_hostile_report_never_renders_live_either(qtbot: Any, tracker
 
 def _evidence(folder: Path, port: int) -> list[Evidence]:
     return [
-        Evidence(1, "c1", "what is milvus", "Milvus stores vectors.", str(folder / "milvus.md"), title="Milvus docs"),
+        Evidence(
+            1,
+            "c1",
+            "what is milvus",
+            "Milvus stores vectors.",
+            str(folder / "milvus.md"),
+            title="Milvus docs",
+        ),
         Evidence(
             2,
             "c2",
@@ -250,8 +275,15 @@ def _evidence(folder: Path, port: int) -> list[Evidence]:
 QUESTION = "What is <b>Milvus</b></title><script>alert(0)</script>? see http://evil.example/q"
 
 
-def test_the_html_export_has_no_live_element_and_a_restrictive_csp(qapp: Any, tmp_path: Path, tracker: int) -> None:
-    path = export_report(tmp_path / "report.html", QUESTION, HOSTILE.format(port=tracker), _evidence(tmp_path, tracker))
+def test_the_html_export_has_no_live_element_and_a_restrictive_csp(
+    qapp: Any, tmp_path: Path, tracker: int
+) -> None:
+    path = export_report(
+        tmp_path / "report.html",
+        QUESTION,
+        HOSTILE.format(port=tracker),
+        _evidence(tmp_path, tracker),
+    )
     html = path.read_text(encoding="utf-8")
     assert live_elements(html) == []
     assert not [attrs for tag, attrs in parse(html).tags if tag == "a"]
@@ -284,8 +316,12 @@ def test_the_markdown_viewers_check_sees_live_markdown(qapp: Any) -> None:
         assert live_elements(html) != []
 
 
-def test_the_markdown_export_is_inert_in_any_markdown_viewer(qapp: Any, tmp_path: Path, tracker: int) -> None:
-    path = export_report(tmp_path / "report.md", QUESTION, HOSTILE.format(port=tracker), _evidence(tmp_path, tracker))
+def test_the_markdown_export_is_inert_in_any_markdown_viewer(
+    qapp: Any, tmp_path: Path, tracker: int
+) -> None:
+    path = export_report(
+        tmp_path / "report.md", QUESTION, HOSTILE.format(port=tracker), _evidence(tmp_path, tracker)
+    )
     markdown = path.read_text(encoding="utf-8")
     for html in _rendered_by_markdown_viewers(markdown):
         assert live_elements(html) == []
@@ -302,7 +338,9 @@ def _pdf_links(path: Path) -> list[str]:
         for annotation in page.get("/Annots") or []:
             obj = annotation.get_object()
             action = obj.get("/A")
-            links.append(str(action.get_object().get("/URI")) if action else str(obj.get("/Subtype")))
+            links.append(
+                str(action.get_object().get("/URI")) if action else str(obj.get("/Subtype"))
+            )
     return links
 
 
@@ -326,7 +364,9 @@ def test_the_pdf_export_has_no_link(qtbot: Any, tmp_path: Path, tracker: int, re
     question = QUESTION if report == "hostile" else "What is Milvus?"
     # every source listed, the hostile one too, even where the report does not cite it
     evidence = _evidence(tmp_path, tracker)
-    path = export_report(tmp_path / "report.pdf", question, markdown, evidence, include_consulted=True)
+    path = export_report(
+        tmp_path / "report.pdf", question, markdown, evidence, include_consulted=True
+    )
     assert _pdf_links(path) == []
     text = " ".join(page.extract_text() for page in PdfReader(str(path)).pages)
     assert "evil.example/update" in text and "alert" in text
@@ -353,7 +393,9 @@ def test_random_markdown_is_inert_in_any_markdown_viewer_after_neutralising(qapp
 
 
 def test_the_sanitiser_keeps_code_literal_and_citations_plain() -> None:
-    markdown = "Call `f(<x>)` [1].\n\n```html\n<b>kept</b> http://code.example\n```\n\n<b>escaped</b>\n"
+    markdown = (
+        "Call `f(<x>)` [1].\n\n```html\n<b>kept</b> http://code.example\n```\n\n<b>escaped</b>\n"
+    )
     safe = neutralize_markdown(markdown)
     assert "`f(<x>)` [1]." in safe
     assert "<b>kept</b> http://code.example" in safe
@@ -386,9 +428,22 @@ def _source(path: Path, port: int) -> tuple[Evidence, Chunk, list[Chunk], OpenDe
         f'<iframe src="http://127.0.0.1:{port}/f"></iframe> <link rel=stylesheet href="http://127.0.0.1:{port}/c.css"> '
         '<a href="javascript:alert(3)">run</a> and http://evil.example/update'
     )
-    chunk = Chunk("c2", "d1", "docs", str(path), hostile, title="<b>Evil</b>", headings=("<i>Head</i>",), page=2)
-    before = Chunk("c1", "d1", "docs", str(path), "Before <img src=http://127.0.0.1:9/b.png>", chunk_no=0)
-    evidence = Evidence(2, "c2", "q", hostile, str(path), page=2, collection="<u>docs</u>", title="<b>Evil</b>")
+    chunk = Chunk(
+        "c2",
+        "d1",
+        "docs",
+        str(path),
+        hostile,
+        title="<b>Evil</b>",
+        headings=("<i>Head</i>",),
+        page=2,
+    )
+    before = Chunk(
+        "c1", "d1", "docs", str(path), "Before <img src=http://127.0.0.1:9/b.png>", chunk_no=0
+    )
+    evidence = Evidence(
+        2, "c2", "q", hostile, str(path), page=2, collection="<u>docs</u>", title="<b>Evil</b>"
+    )
     return evidence, chunk, [before, chunk], decide_open(path)
 
 
@@ -505,7 +560,10 @@ def desktop_urls() -> Iterator[_UrlRecorder]:
     QDesktopServices.unsetUrlHandler("file")
 
 
-@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="there Finder/Explorer is started (open -R, /select)")
+@pytest.mark.skipif(
+    sys.platform in ("darwin", "win32"),
+    reason="there Finder/Explorer is started (open -R, /select)",
+)
 def test_the_desktop_opener_hands_the_system_the_folder_of_a_script_never_the_script(
     qtbot: Any, aloop: Any, tmp_path: Path, desktop_urls: _UrlRecorder
 ) -> None:

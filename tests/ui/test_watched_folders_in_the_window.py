@@ -27,7 +27,9 @@ def window(qtbot: Any, aloop: Any) -> Any:
 def found(qtbot: Any, window: MainWindow, word: str) -> list[str]:
     library = window.services.library
     assert library is not None
-    hits = await_in_test(qtbot, library.search([word], collections=["logbook"], mode="bm25", top_k=5))[0]
+    hits = await_in_test(
+        qtbot, library.search([word], collections=["logbook"], mode="bm25", top_k=5)
+    )[0]
     return sorted({h.chunk.path for h in hits if word in h.chunk.text})
 
 
@@ -37,16 +39,22 @@ def test_a_file_written_into_a_dropped_folder_is_indexed_without_asking(
     panel = window.library_panel
     folder = tmp_path / "Logbook"
     folder.mkdir()
-    (folder / "monday.txt").write_text("Wind from the west; the harbour wall held.\n", encoding="utf-8")
+    (folder / "monday.txt").write_text(
+        "Wind from the west; the harbour wall held.\n", encoding="utf-8"
+    )
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=300_000):
         drop_paths(panel.drop_zone, [folder])
     qtbot.waitUntil(lambda: panel.controller.folders.watches("logbook"), timeout=30_000)
 
     with qtbot.waitSignal(panel.controller.ingestFinished, timeout=120_000) as rescanned:
-        (folder / "tuesday.txt").write_text("A pod of narwhals passed the breakwater.\n", encoding="utf-8")
+        (folder / "tuesday.txt").write_text(
+            "A pod of narwhals passed the breakwater.\n", encoding="utf-8"
+        )
     assert rescanned.args[0].indexed == 1 and rescanned.args[0].collection == "logbook"
     assert found(qtbot, window, "narwhals") == [str(folder / "tuesday.txt")]
-    assert "tuesday.txt" in panel.ingest.files.item(panel.ingest.files.count() - 1).text()  # the list shows it
+    assert (
+        "tuesday.txt" in panel.ingest.files.item(panel.ingest.files.count() - 1).text()
+    )  # the list shows it
 
     qtbot.waitUntil(lambda: not panel.controller.ingesting, timeout=60_000)
     with qtbot.waitSignal(  # the status bar says what changed on disk

@@ -42,7 +42,9 @@ def _chunk(i: int) -> Chunk:
 
 
 def deep_run_events() -> list[ResearchEvent]:
-    events: list[ResearchEvent] = [RunStarted(run_id=RUN, question="What is Milvus?", mode="deep", model="m")]
+    events: list[ResearchEvent] = [
+        RunStarted(run_id=RUN, question="What is Milvus?", mode="deep", model="m")
+    ]
     chunk_no = 0
     for round_no in (1, 2):
         rid = f"r{round_no}"
@@ -52,20 +54,37 @@ def deep_run_events() -> list[ResearchEvent]:
             origin = "gap" if round_no == 2 else "decompose"
             events.append(
                 SubQueryPlanned(
-                    run_id=RUN, node_id=qid, parent_id=rid, text=f"query {qid}", round_no=round_no, origin=origin
+                    run_id=RUN,
+                    node_id=qid,
+                    parent_id=rid,
+                    text=f"query {qid}",
+                    round_no=round_no,
+                    origin=origin,
                 )
             )
             events.append(ReasoningDelta(run_id=RUN, node_id=qid, text=f"thinking about {qid} "))
             hits = []
             for _ in range(3):
-                hits.append(Hit(chunk=_chunk(chunk_no), score=1.0 / (chunk_no + 1), query=f"query {qid}"))
+                hits.append(
+                    Hit(chunk=_chunk(chunk_no), score=1.0 / (chunk_no + 1), query=f"query {qid}")
+                )
                 chunk_no += 1
             events.append(SearchFinished(run_id=RUN, node_id=qid, hits=tuple(hits)))
             for k, hit in enumerate(hits):
                 events.append(
-                    ChunkJudged(run_id=RUN, node_id=qid, chunk_id=hit.chunk.chunk_id, relevant=k != 1, reason="r")
+                    ChunkJudged(
+                        run_id=RUN,
+                        node_id=qid,
+                        chunk_id=hit.chunk.chunk_id,
+                        relevant=k != 1,
+                        reason="r",
+                    )
                 )
-            events.append(UsageUpdated(run_id=RUN, total=Usage(prompt_tokens=100 * chunk_no, completion_tokens=10)))
+            events.append(
+                UsageUpdated(
+                    run_id=RUN, total=Usage(prompt_tokens=100 * chunk_no, completion_tokens=10)
+                )
+            )
         events.append(
             Reflected(
                 run_id=RUN,
@@ -78,8 +97,21 @@ def deep_run_events() -> list[ResearchEvent]:
         )
     events.append(Notice(run_id=RUN, message="budget nearly spent", level="warning"))
     evidence = (
-        Evidence(number=1, chunk_id="c0", subquery="query r1q0", quote="Chunk 0 says", path="/docs/file0.md"),
-        Evidence(number=2, chunk_id="c2", subquery="query r1q0", quote="Chunk 2 says", path="/docs/file2.md", page=1),
+        Evidence(
+            number=1,
+            chunk_id="c0",
+            subquery="query r1q0",
+            quote="Chunk 0 says",
+            path="/docs/file0.md",
+        ),
+        Evidence(
+            number=2,
+            chunk_id="c2",
+            subquery="query r1q0",
+            quote="Chunk 2 says",
+            path="/docs/file2.md",
+            page=1,
+        ),
     )
     for e in evidence:
         events.append(EvidenceAdded(run_id=RUN, evidence=e))
@@ -87,11 +119,18 @@ def deep_run_events() -> list[ResearchEvent]:
     text = "# Milvus\n\nMilvus stores vectors [1]. It also scales [2]. Made up [3].\n"
     for i in range(0, len(text), 7):
         events.append(ReportDelta(run_id=RUN, text=text[i : i + 7]))
-    events.append(CitationChecked(run_id=RUN, citation=Citation(number=2, sentence="It also scales", supported=False)))
+    events.append(
+        CitationChecked(
+            run_id=RUN, citation=Citation(number=2, sentence="It also scales", supported=False)
+        )
+    )
     report = Report(
         markdown=text,
         evidence=evidence,
-        citations=(Citation(number=1, sentence="s", supported=True), Citation(number=2, sentence="t", supported=False)),
+        citations=(
+            Citation(number=1, sentence="s", supported=True),
+            Citation(number=2, sentence="t", supported=False),
+        ),
     )
     events.append(
         Finished(

@@ -53,7 +53,10 @@ def _markdown_tables_provider() -> Any:
             ChunkingDocSerializer,
             ChunkingSerializerProvider,
         )
-        from docling_core.transforms.serializer.markdown import MarkdownParams, MarkdownTableSerializer
+        from docling_core.transforms.serializer.markdown import (
+            MarkdownParams,
+            MarkdownTableSerializer,
+        )
         from docling_core.types.doc.base import ImageRefMode
 
     class _Tables(MarkdownTableSerializer):
@@ -90,7 +93,9 @@ class DoclingChunker:
             from docling_core.types.doc.items.table.table import TableItem
 
         class _Chunker(HybridChunker):
-            def segment(self, doc_chunk: Any, available_length: int, doc_serializer: Any) -> list[str]:
+            def segment(
+                self, doc_chunk: Any, available_length: int, doc_serializer: Any
+            ) -> list[str]:
                 items = doc_chunk.meta.doc_items
                 if len(items) == 1 and isinstance(items[0], TableItem):
                     return split_markdown_table(doc_chunk.text, counter, available_length)
@@ -113,9 +118,15 @@ class DoclingChunker:
             text = chunk.text.strip()
             if not text:
                 continue
-            headings = tuple(h.strip() for h in (getattr(chunk.meta, "headings", None) or ()) if h and h.strip())
+            headings = tuple(
+                h.strip() for h in (getattr(chunk.meta, "headings", None) or ()) if h and h.strip()
+            )
             embed_text = self._chunker.contextualize(chunk)
-            if self.counter.count(embed_text) > self.max_tokens:  # non-additive tokenization at joins
+            if (
+                self.counter.count(embed_text) > self.max_tokens
+            ):  # non-additive tokenization at joins
                 embed_text = self.counter.split(embed_text, self.max_tokens)[0]
-            pieces.append(ChunkPiece(text=text, embed_text=embed_text, headings=headings, page=page_of(chunk)))
+            pieces.append(
+                ChunkPiece(text=text, embed_text=embed_text, headings=headings, page=page_of(chunk))
+            )
         return pieces

@@ -17,18 +17,79 @@ if TYPE_CHECKING:
 # or ``Map<i, j>`` in prose is not a tag. Line-breaking elements become a line break
 # (a space in a table cell); the rest disappear and leave their text.
 _BREAKING = frozenset(
-    {"br", "p", "div", "tr", "li", "ul", "ol", "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "hr"}
-    | {"h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "section", "article", "details", "summary"}
+    {
+        "br",
+        "p",
+        "div",
+        "tr",
+        "li",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "table",
+        "thead",
+        "tbody",
+        "tfoot",
+        "hr",
+    }
+    | {
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "pre",
+        "blockquote",
+        "section",
+        "article",
+        "details",
+        "summary",
+    }
     | {"figure", "figcaption", "center"}
 )
 _INLINE = frozenset(
-    {"td", "th", "a", "abbr", "b", "i", "u", "s", "em", "strong", "small", "big", "code", "kbd", "samp"}
-    | {"var", "tt", "span", "font", "sup", "sub", "mark", "del", "ins", "q", "cite", "img", "caption"}
+    {
+        "td",
+        "th",
+        "a",
+        "abbr",
+        "b",
+        "i",
+        "u",
+        "s",
+        "em",
+        "strong",
+        "small",
+        "big",
+        "code",
+        "kbd",
+        "samp",
+    }
+    | {
+        "var",
+        "tt",
+        "span",
+        "font",
+        "sup",
+        "sub",
+        "mark",
+        "del",
+        "ins",
+        "q",
+        "cite",
+        "img",
+        "caption",
+    }
     | {"colgroup", "col", "label", "nobr", "wbr"}
 )
 _NAME = "|".join(sorted(_BREAKING | _INLINE, key=lambda name: (-len(name), name)))
 _ATTRIBUTES = r"""(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*"""
-_TAG = re.compile(rf"<(?:(?P<open>{_NAME}){_ATTRIBUTES}\s*/?|/(?P<close>{_NAME})\s*)>", re.IGNORECASE)
+_TAG = re.compile(
+    rf"<(?:(?P<open>{_NAME}){_ATTRIBUTES}\s*/?|/(?P<close>{_NAME})\s*)>", re.IGNORECASE
+)
 _ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 # Only complete references (with their ';'): "&para=2" in a URL stays as written.
@@ -74,7 +135,9 @@ def _replacement(match: re.Match[str], one_line: bool) -> str:
         return " " if one_line else "\n"
     if name == "img":
         alt = _ALT.search(match.group(0))
-        return f" {alt.group(1) or alt.group(2)} " if alt and (alt.group(1) or alt.group(2)) else " "
+        return (
+            f" {alt.group(1) or alt.group(2)} " if alt and (alt.group(1) or alt.group(2)) else " "
+        )
     return ""
 
 
@@ -85,7 +148,12 @@ def drop_inline_html_from_document(document: DoclingDocument) -> None:
         from docling_core.types.doc.items.table.table_data import RichTableCell
         from docling_core.types.doc.labels import DocItemLabel
 
-    kept = {DocItemLabel.CODE, DocItemLabel.FORMULA, DocItemLabel.TITLE, DocItemLabel.SECTION_HEADER}
+    kept = {
+        DocItemLabel.CODE,
+        DocItemLabel.FORMULA,
+        DocItemLabel.TITLE,
+        DocItemLabel.SECTION_HEADER,
+    }
     for item in document.texts:
         if item.label not in kept and has_inline_html(item.text):
             item.text = drop_inline_html(item.text)

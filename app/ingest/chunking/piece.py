@@ -13,4 +13,6 @@ class ChunkPiece:
     embed_text: str  # heading path + text: what the embedder sees
     headings: tuple[str, ...] = ()
     page: int | None = None
-    title: str = ""  # this passage's own source title where it differs from the file's (a mail message)
+    title: str = (
+        ""  # this passage's own source title where it differs from the file's (a mail message)
+    )

@@ -17,7 +17,9 @@ LONG_LINE = 8192
 def chunk_plain_text(text: str, counter: TokenCounter, max_tokens: int) -> list[ChunkPiece]:
     """Plain text and source code: paragraphs (blank-line blocks) packed up to the
     limit; a block too long is cut at lines, a line too long at words."""
-    blocks = [b.strip("\n") for b in _BLANK_LINES.split(text.replace("\r\n", "\n").replace("\r", "\n"))]
+    blocks = [
+        b.strip("\n") for b in _BLANK_LINES.split(text.replace("\r\n", "\n").replace("\r", "\n"))
+    ]
     units: list[str] = []
     for block in blocks:
         if not block.strip():
@@ -33,7 +35,9 @@ def chunk_plain_text(text: str, counter: TokenCounter, max_tokens: int) -> list[
                 units.extend(counter.split(line_group, max_tokens))
     pieces = []
     for packed in _pack(units, counter, max_tokens, "\n\n"):
-        for part in [packed] if counter.count(packed) <= max_tokens else counter.split(packed, max_tokens):
+        for part in (
+            [packed] if counter.count(packed) <= max_tokens else counter.split(packed, max_tokens)
+        ):
             if part.strip():
                 pieces.append(ChunkPiece(text=part.strip("\n"), embed_text=part.strip("\n")))
     return pieces

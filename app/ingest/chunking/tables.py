@@ -75,7 +75,11 @@ def split_markdown_table(text: str, counter: TokenCounter, limit: int) -> list[s
         used += n + 1
     flush()
     # a tokenizer that is not additive across lines may need one more cut
-    return [p for piece in pieces for p in ([piece] if counter.count(piece) <= limit else counter.split(piece, limit))]
+    return [
+        p
+        for piece in pieces
+        for p in ([piece] if counter.count(piece) <= limit else counter.split(piece, limit))
+    ]
 
 
 def plain_row(names: list[str], values: list[str]) -> str:

@@ -65,7 +65,9 @@ class Converter:
         kind = file_kind(path)
         not_read = why_not_read(path, ocr=self.config.ocr)
         if kind is None or not_read is not None:
-            raise IngestError(not_read or f"Fathom does not read '{path.suffix or path.name}' files.")
+            raise IngestError(
+                not_read or f"Fathom does not read '{path.suffix or path.name}' files."
+            )
         head = read_head(path)
         if kind == "text":
             return convert_text_file(path, self.counter, self.config.max_tokens)
@@ -73,9 +75,17 @@ class Converter:
             return convert_image_file(path, self.pages, self.counter, self.config.max_tokens)
         if kind == "mail":
             # attachments are read like any file; a mail attached to a mail, one level down
-            read_attachment = (lambda copy: self._convert(copy, depth + 1)) if depth < MAX_ATTACHMENT_DEPTH else None
-            on_message = self._report_messages if depth == 0 else None  # an archive's messages, as OCR's pages
-            return MailReader(self.counter, self.config.max_tokens, read_attachment, on_message).convert(path)
+            read_attachment = (
+                (lambda copy: self._convert(copy, depth + 1))
+                if depth < MAX_ATTACHMENT_DEPTH
+                else None
+            )
+            on_message = (
+                self._report_messages if depth == 0 else None
+            )  # an archive's messages, as OCR's pages
+            return MailReader(
+                self.counter, self.config.max_tokens, read_attachment, on_message
+            ).convert(path)
         if path.suffix.lower() == ".csv":  # Docling's reader takes an object per cell
             return convert_csv_file(path, self.counter, self.config.max_tokens)
         check_document(path, head)
@@ -87,7 +97,8 @@ class Converter:
             return self._docling.convert(path)
         except pypdfium2.PdfiumError as exc:  # a damaged page, found while reading it
             raise IngestError(
-                f"The PDF is damaged and could not be read ({str(exc).rstrip('.')}).", "Download or copy it again."
+                f"The PDF is damaged and could not be read ({str(exc).rstrip('.')}).",
+                "Download or copy it again.",
             ) from None
 
     def _report_messages(self, read: int, total: int) -> None:

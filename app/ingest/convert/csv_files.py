@@ -35,14 +35,20 @@ def convert_csv_file(path: Path, counter: TokenCounter, max_tokens: int) -> Conv
     rows = read_rows(read_text(raw))  # a byte-order mark is gone with the decoding
     if not any(cell.strip() for row in rows for cell in row):
         raise IngestError(NO_TEXT)
-    texts = (text.strip() for text in split_markdown_table(markdown_table(rows), counter, max_tokens))
-    return ConvertedDocument(title=path.name, pieces=tuple(ChunkPiece(text=text, embed_text=text) for text in texts))
+    texts = (
+        text.strip() for text in split_markdown_table(markdown_table(rows), counter, max_tokens)
+    )
+    return ConvertedDocument(
+        title=path.name, pieces=tuple(ChunkPiece(text=text, embed_text=text) for text in texts)
+    )
 
 
 def read_rows(text: str) -> list[list[str]]:
     """The records of ``text`` (blank lines left out); IngestError when it is not valid CSV."""
     dialect = sniff_dialect(text)
-    reader = csv.reader(io.StringIO(text, newline=""), dialect=dialect, doublequote=True, strict=True)
+    reader = csv.reader(
+        io.StringIO(text, newline=""), dialect=dialect, doublequote=True, strict=True
+    )
     try:
         return [row for row in reader if row]
     except csv.Error as exc:

@@ -95,7 +95,11 @@ class DoclingFiles:
         title = front_title or title
         damage = damage_note(path) if is_pdf else ""
         return ConvertedDocument(
-            title=title, pieces=tuple(pieces), pages=pages or None, ocr_pages=ocr_pages, remark=damage
+            title=title,
+            pieces=tuple(pieces),
+            pages=pages or None,
+            ocr_pages=ocr_pages,
+            remark=damage,
         )
 
     def _document(self, converter: Any, source: Any, window: tuple[int, int] | None) -> Any:
@@ -113,7 +117,9 @@ class DoclingFiles:
             raise IngestError(f"Docling could not convert the file: {short_error(exc)}.") from None
         if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
             detail = "; ".join(e.error_message for e in result.errors)[:300]
-            raise IngestError(f"Docling could not convert the file{': ' + detail if detail else ''}.")
+            raise IngestError(
+                f"Docling could not convert the file{': ' + detail if detail else ''}."
+            )
         return result.document
 
     def _pieces(self, document: Any) -> list[ChunkPiece]:
@@ -128,7 +134,9 @@ class DoclingFiles:
             pieces = list(chunk_plain_text(text, self.counter, self.max_tokens))
         return pieces
 
-    def _with_scanned_pages(self, path: Path, pieces: list[ChunkPiece]) -> tuple[list[ChunkPiece], int]:
+    def _with_scanned_pages(
+        self, path: Path, pieces: list[ChunkPiece]
+    ) -> tuple[list[ChunkPiece], int]:
         """The pieces with those of the PDF's scanned pages (no text layer) added, read by
         OCR, in page order; and how many pages that was."""
         assert self.pages is not None
@@ -136,7 +144,9 @@ class DoclingFiles:
         if not scanned:
             return pieces, 0
         read = ocr_pdf_pages(path, scanned, self.pages, self.counter, self.max_tokens)
-        merged = sorted([*pieces, *read], key=lambda piece: piece.page or 0)  # stable: text order within a page
+        merged = sorted(
+            [*pieces, *read], key=lambda piece: piece.page or 0
+        )  # stable: text order within a page
         return merged, len(scanned)
 
     def _chunker_for(self) -> DoclingChunker:

@@ -47,12 +47,16 @@ def build_docling_converter(artifacts_path: str, pdf_pipeline: str) -> Any:
     if pdf_pipeline == "standard":
         from docling.datamodel.pipeline_options import PdfPipelineOptions
 
-        options = PdfPipelineOptions(artifacts_path=artifacts_path, do_ocr=False, enable_remote_services=False)
+        options = PdfPipelineOptions(
+            artifacts_path=artifacts_path, do_ocr=False, enable_remote_services=False
+        )
         pdf_option = PdfFormatOption(pipeline_options=options)
     else:
         from docling.datamodel.pipeline_options import NativePdfPipelineOptions
         from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
 
-        pdf_option = PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=NativePdfPipelineOptions())
+        pdf_option = PdfFormatOption(
+            pipeline_cls=NativePdfPipeline, pipeline_options=NativePdfPipelineOptions()
+        )
     formats = [InputFormat(fmt.name) for fmt in docling_formats() if not fmt.missing]
     return DocumentConverter(allowed_formats=formats, format_options={InputFormat.PDF: pdf_option})

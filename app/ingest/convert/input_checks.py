@@ -26,7 +26,9 @@ ZIP_FORMATS = {
 def read_head(path: Path) -> bytes:
     """The file's first 4 KiB; IngestError when it cannot be read or is empty."""
     try:
-        with open_regular(path) as handle:  # a file swapped for a pipe since the scan: said, not waited on
+        with open_regular(
+            path
+        ) as handle:  # a file swapped for a pipe since the scan: said, not waited on
             head = handle.read(4096)
     except IsADirectoryError:
         raise IngestError("This is a folder, not a file.") from None

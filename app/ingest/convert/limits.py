@@ -37,7 +37,11 @@ class ConvertLimits:
 
     def seconds_for(self, size_bytes: int, ocr_pages_read: int = 0) -> float:
         """The time a file of ``size_bytes`` may take, once OCR has read ``ocr_pages_read`` of its pages."""
-        return self.seconds + self.seconds_per_mb * size_bytes / MIB + self.seconds_per_ocr_page * ocr_pages_read
+        return (
+            self.seconds
+            + self.seconds_per_mb * size_bytes / MIB
+            + self.seconds_per_ocr_page * ocr_pages_read
+        )
 
 
 # each sentence a give-up starts with: how a re-scan knows not to read the file again

@@ -61,7 +61,9 @@ class _Tally:
     def note(self, archive: bool) -> str:
         parts = [f"{self.messages} messages"] if archive else []
         if self.attachments:
-            parts.append(f"{self.attachments} attachment{'s' if self.attachments != 1 else ''} read")
+            parts.append(
+                f"{self.attachments} attachment{'s' if self.attachments != 1 else ''} read"
+            )
         if self.problems:
             named = "; ".join(self.problems[:MAX_NAMED_PROBLEMS])
             more = len(self.problems) - MAX_NAMED_PROBLEMS
@@ -91,7 +93,11 @@ class MailReader:
         subjects: list[str] = []
         said_at = -REPORT_EVERY_S
         for number, total, raw in _raw_messages(path):
-            if self.on_message is not None and total > 1 and time.monotonic() - said_at >= REPORT_EVERY_S:
+            if (
+                self.on_message is not None
+                and total > 1
+                and time.monotonic() - said_at >= REPORT_EVERY_S
+            ):
                 self.on_message(number, total)
                 said_at = time.monotonic()
             try:
@@ -114,20 +120,29 @@ class MailReader:
         attached = _attachments(message)
         names = [_attachment_name(part, n) for n, part in enumerate(attached, start=1)]
         header = "\n".join(
-            f"{name}: {_one_line(message[name])}" for name in ("From", "To", "Cc", "Date") if message[name]
+            f"{name}: {_one_line(message[name])}"
+            for name in ("From", "To", "Cc", "Date")
+            if message[name]
         )
         body = _body_text(message)
         listed = f"Attachments: {', '.join(names)}" if names else ""
         text = "\n\n".join(part for part in (header, body, listed) if part.strip())
         pieces = [
-            ChunkPiece(text=piece.text, embed_text=f"{subject}\n{piece.text}", headings=(subject,), title=label)
+            ChunkPiece(
+                text=piece.text,
+                embed_text=f"{subject}\n{piece.text}",
+                headings=(subject,),
+                title=label,
+            )
             for piece in chunk_plain_text(text, self.counter, self.max_tokens)
         ]
         for name, part in zip(names, attached, strict=True):
             pieces.extend(self._attachment_pieces(name, part, subject, label, tally))
         defects = _defects(message)  # after decoding: a bad base64 payload is found only then
         if defects:
-            tally.problems.append(f"“{subject}” is malformed ({', '.join(defects)}); read as far as it goes")
+            tally.problems.append(
+                f"“{subject}” is malformed ({', '.join(defects)}); read as far as it goes"
+            )
         return pieces
 
     def _attachment_pieces(
@@ -195,7 +210,9 @@ def _raw_messages(path: Path) -> Iterator[tuple[int, int, bytes]]:
     except (OSError, mailbox.Error) as exc:
         raise IngestError(f"The mail cannot be read ({exc}).") from None
     except ImportError as exc:
-        raise IngestError(f"Reading Outlook .msg files needs the python-oxmsg package ({exc}).") from None
+        raise IngestError(
+            f"Reading Outlook .msg files needs the python-oxmsg package ({exc})."
+        ) from None
     except Exception as exc:  # a damaged Outlook file
         raise IngestError(f"The Outlook message cannot be read ({_short(exc)}).") from None
 
@@ -233,7 +250,11 @@ def _decoded(part: MIMEPart) -> str:
         return str(part.get_content())
     except (LookupError, UnicodeError):  # an unknown or wrong charset: the text, however garbled
         payload = part.get_payload(decode=True)
-        return payload.decode("utf-8", errors="replace") if isinstance(payload, bytes) else str(payload)
+        return (
+            payload.decode("utf-8", errors="replace")
+            if isinstance(payload, bytes)
+            else str(payload)
+        )
 
 
 def _attachments(message: EmailMessage) -> list[MIMEPart]:
@@ -294,7 +315,9 @@ def _defects(message: EmailMessage) -> list[str]:
     seen: dict[str, None] = {}
     for part in message.walk():
         for defect in part.defects:
-            words = re.sub(r"(?<!^)(?=[A-Z])", " ", type(defect).__name__.removesuffix("Defect")).lower()
+            words = re.sub(
+                r"(?<!^)(?=[A-Z])", " ", type(defect).__name__.removesuffix("Defect")
+            ).lower()
             seen.setdefault(words, None)
     return list(seen)
 

@@ -21,14 +21,120 @@ from typing import Any
 _installed = False
 
 _HTML_ELEMENTS = frozenset(
-    {"a", "abbr", "address", "area", "article", "aside", "audio", "b", "bdi", "bdo", "blockquote", "body"}
-    | {"br", "button", "canvas", "caption", "center", "cite", "code", "col", "colgroup", "data", "dd", "del"}
-    | {"details", "dfn", "dialog", "div", "dl", "dt", "em", "embed", "fieldset", "figcaption", "figure", "font"}
-    | {"footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html", "i", "iframe"}
-    | {"img", "input", "ins", "kbd", "label", "legend", "li", "main", "map", "mark", "menu", "meta", "nav"}
-    | {"noscript", "object", "ol", "optgroup", "option", "output", "p", "picture", "pre", "q", "s", "samp"}
-    | {"script", "section", "select", "small", "source", "span", "strong", "style", "sub", "summary", "sup"}
-    | {"table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead", "time", "tr", "track", "u"}
+    {
+        "a",
+        "abbr",
+        "address",
+        "area",
+        "article",
+        "aside",
+        "audio",
+        "b",
+        "bdi",
+        "bdo",
+        "blockquote",
+        "body",
+    }
+    | {
+        "br",
+        "button",
+        "canvas",
+        "caption",
+        "center",
+        "cite",
+        "code",
+        "col",
+        "colgroup",
+        "data",
+        "dd",
+        "del",
+    }
+    | {
+        "details",
+        "dfn",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "embed",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "font",
+    }
+    | {
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hr",
+        "html",
+        "i",
+        "iframe",
+    }
+    | {
+        "img",
+        "input",
+        "ins",
+        "kbd",
+        "label",
+        "legend",
+        "li",
+        "main",
+        "map",
+        "mark",
+        "menu",
+        "meta",
+        "nav",
+    }
+    | {
+        "noscript",
+        "object",
+        "ol",
+        "optgroup",
+        "option",
+        "output",
+        "p",
+        "picture",
+        "pre",
+        "q",
+        "s",
+        "samp",
+    }
+    | {
+        "script",
+        "section",
+        "select",
+        "small",
+        "source",
+        "span",
+        "strong",
+        "style",
+        "sub",
+        "summary",
+        "sup",
+    }
+    | {
+        "table",
+        "tbody",
+        "td",
+        "template",
+        "textarea",
+        "tfoot",
+        "th",
+        "thead",
+        "time",
+        "tr",
+        "track",
+        "u",
+    }
     | {"ul", "var", "video", "wbr"}
 )
 _FIRST_TAG = re.compile(r"\s*<(?:!--|/?([A-Za-z][A-Za-z0-9-]*))")
@@ -37,7 +143,9 @@ _FIRST_TAG = re.compile(r"\s*<(?:!--|/?([A-Za-z][A-Za-z0-9-]*))")
 def is_html_block(block: str) -> bool:
     """True when a Markdown HTML block opens with a standard HTML element or a comment."""
     match = _FIRST_TAG.match(block)
-    return match is not None and (match.group(1) is None or match.group(1).lower() in _HTML_ELEMENTS)
+    return match is not None and (
+        match.group(1) is None or match.group(1).lower() in _HTML_ELEMENTS
+    )
 
 
 def read_markdown_html_blocks_as_html() -> None:

@@ -32,7 +32,9 @@ PARAGRAPH_GAP = 1.0  # a gap taller than this many line heights starts a paragra
 MAX_OCR_PIXELS = 50_000_000
 
 
-PageCallback = Callable[[int, int, str], None]  # (read so far, to read, unit: "page" or "message") of the current file
+PageCallback = Callable[
+    [int, int, str], None
+]  # (read so far, to read, unit: "page" or "message") of the current file
 
 
 class PageReader:
@@ -128,7 +130,8 @@ def image_frames(path: Path) -> Iterator[tuple[int, np.ndarray]]:
         raise IngestError(f"The image is too large to read ({exc}).") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise IngestError(
-            f"The image cannot be read ({exc}).", "It may be damaged or not an image; open it to check."
+            f"The image cannot be read ({exc}).",
+            "It may be damaged or not an image; open it to check.",
         ) from None
 
 
@@ -153,5 +156,9 @@ def _paragraphs(texts: list[str], boxes: np.ndarray) -> str:
         if previous_bottom is not None and tops[i] - previous_bottom > PARAGRAPH_GAP * height:
             out.append("")
         out.append(texts[i].strip())
-        previous_bottom = float(bottoms[i]) if previous_bottom is None else max(previous_bottom, float(bottoms[i]))
+        previous_bottom = (
+            float(bottoms[i])
+            if previous_bottom is None
+            else max(previous_bottom, float(bottoms[i]))
+        )
     return "\n".join(out).strip()

@@ -17,7 +17,9 @@ from app.ingest.convert.text_files import NOT_TEXT, decode_text
 
 # Markdown's own (.md, .markdown) go through markdown_front_matter, which decodes the same way;
 # a CSV is read by csv_files unless Docling's reader is asked for (the tests' reference).
-TEXT_SUFFIXES = frozenset({".qmd", ".rmd", ".csv", ".adoc", ".asciidoc", ".asc", ".html", ".htm", ".xhtml"})
+TEXT_SUFFIXES = frozenset(
+    {".qmd", ".rmd", ".csv", ".adoc", ".asciidoc", ".asc", ".html", ".htm", ".xhtml"}
+)
 _HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 
 

@@ -66,17 +66,23 @@ class ConversionPool:
         self.kind = kind
         self.limits = limits or ConvertLimits()
         self._threads: ThreadPoolExecutor | None = None
-        self._idle: queue.Queue[_Worker | None] | None = None  # None: a slot whose worker is yet to start
+        self._idle: queue.Queue[_Worker | None] | None = (
+            None  # None: a slot whose worker is yet to start
+        )
         self._started = False
         self._start_lock = threading.Lock()
         self._pages: Any = None  # the queue workers report OCR pages on: (path, read, total)
         self._on_page: dict[str, PageReport] = {}  # path → where its pages are reported
-        self._reports_end: dict[str, Callable[[], None]] = {}  # path → told when its reports are through
+        self._reports_end: dict[
+            str, Callable[[], None]
+        ] = {}  # path → told when its reports are through
         self._ocr_pages: dict[str, int] = {}  # path → pages OCR has read of it (each earns time)
         self._busy: dict[str, _Worker] = {}  # path → the worker reading it
         self._abandoned: set[str] = set()  # paths whose reading was stopped (not to be started)
         self._stopping = threading.Lock()  # _busy and _abandoned change together under it
-        self._start_cancelled = threading.Event()  # the warm-up was cancelled: stop waiting for workers
+        self._start_cancelled = (
+            threading.Event()
+        )  # the warm-up was cancelled: stop waiting for workers
 
     @property
     def started(self) -> bool:
@@ -101,7 +107,9 @@ class ConversionPool:
                     initializer=_init_thread_worker,
                     initargs=(self.config, self._pages),
                 )
-            threading.Thread(target=self._listen, args=(self._pages,), name="fathom-ocr-pages", daemon=True).start()
+            threading.Thread(
+                target=self._listen, args=(self._pages,), name="fathom-ocr-pages", daemon=True
+            ).start()
             self._started = True
 
     def _listen(self, pages: Any) -> None:
@@ -151,7 +159,9 @@ class ConversionPool:
                     taken[i] = self._new_worker()
             for worker in taken:
                 if worker is not None:
-                    with contextlib.suppress(EOFError, OSError):  # died starting: its next file says so
+                    with contextlib.suppress(
+                        EOFError, OSError
+                    ):  # died starting: its next file says so
                         worker.wait_ready(until=self._start_cancelled)
         finally:
             for worker in taken:
@@ -167,7 +177,9 @@ class ConversionPool:
         key = str(path)
         reports_through = asyncio.Event()
         if on_page is not None:
-            self._on_page[key] = lambda read, total, unit: _call_soon(loop, on_page, read, total, unit)
+            self._on_page[key] = lambda read, total, unit: _call_soon(
+                loop, on_page, read, total, unit
+            )
             self._reports_end[key] = lambda: _call_soon(loop, reports_through.set)
         self._ocr_pages[key] = 0
         self._abandoned.discard(key)  # (a stop that came after an earlier reading of it ended)
@@ -202,7 +214,9 @@ class ConversionPool:
         taken, worker = self._take_idle(idle, key)
         if not taken:  # stopped (or shut down) while it waited for a worker: nothing was read
             self._abandoned.discard(key)
-            return ConvertOutcome(error="Conversion failed unexpectedly: the converters were shut down."), False
+            return ConvertOutcome(
+                error="Conversion failed unexpectedly: the converters were shut down."
+            ), False
         assert idle is not None
         try:
             if worker is None or not worker.alive():
@@ -217,8 +231,12 @@ class ConversionPool:
                 stopped = key in self._abandoned
             if stopped:  # stopped just as it got its worker: no process is left for it
                 worker.stop()
-                return ConvertOutcome(error="Conversion failed unexpectedly: the reading was stopped."), False
-            outcome, finished = worker.read(key, lambda: self.limits.seconds_for(size, self._ocr_pages.get(key, 0)))
+                return ConvertOutcome(
+                    error="Conversion failed unexpectedly: the reading was stopped."
+                ), False
+            outcome, finished = worker.read(
+                key, lambda: self.limits.seconds_for(size, self._ocr_pages.get(key, 0))
+            )
             return outcome, finished
         finally:
             with self._stopping:
@@ -234,7 +252,9 @@ class ConversionPool:
             elif worker is not None:  # shut down meanwhile
                 worker.stop()
 
-    def _take_idle(self, idle: queue.Queue[_Worker | None] | None, key: str) -> tuple[bool, _Worker | None]:
+    def _take_idle(
+        self, idle: queue.Queue[_Worker | None] | None, key: str
+    ) -> tuple[bool, _Worker | None]:
         """An idle slot (its worker, or None when it has none yet), waiting for one; (False,
         None) once ``key`` is abandoned or the pool shut down meanwhile."""
         while idle is not None and self._idle is idle and key not in self._abandoned:

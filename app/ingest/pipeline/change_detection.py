@@ -20,7 +20,9 @@ HASH_BLOCK = 1 << 20
 
 def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
-    with open_regular(path) as handle:  # a file swapped for a pipe since the scan: said, not waited on
+    with open_regular(
+        path
+    ) as handle:  # a file swapped for a pipe since the scan: said, not waited on
         while block := handle.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()
@@ -47,7 +49,11 @@ def content_hash_of(scanned_file: ScannedFile, previous: Document | None) -> str
 
 def is_unchanged(previous: Document | None, content_hash: str) -> TypeGuard[Document]:
     """Indexed before with this very content: nothing to redo."""
-    return previous is not None and previous.status is DocumentStatus.INDEXED and previous.content_hash == content_hash
+    return (
+        previous is not None
+        and previous.status is DocumentStatus.INDEXED
+        and previous.content_hash == content_hash
+    )
 
 
 def given_up_before(previous: Document | None, content_hash: str) -> TypeGuard[Document]:
@@ -61,7 +67,9 @@ def given_up_before(previous: Document | None, content_hash: str) -> TypeGuard[D
     )
 
 
-def duplicate_of(content_hash: str, path: str, known: dict[str, Document], claimed: dict[str, str]) -> str | None:
+def duplicate_of(
+    content_hash: str, path: str, known: dict[str, Document], claimed: dict[str, str]
+) -> str | None:
     """Another path with this content, claimed in this run or indexed and still on disk."""
     other = claimed.get(content_hash)
     if other is not None and other != path:
@@ -98,8 +106,14 @@ def offline_roots(known: dict[str, Document], scanned: ScanResult, roots: list[P
     return offline
 
 
-def gone_documents(known: dict[str, Document], scanned: ScanResult, roots: list[Path]) -> list[Document]:
+def gone_documents(
+    known: dict[str, Document], scanned: ScanResult, roots: list[Path]
+) -> list[Document]:
     """Documents under one of ``roots`` that the scan no longer found."""
     seen = {display_path(f.path) for f in scanned.files} | {s.path for s in scanned.skipped}
     root_texts = [display_path(r) for r in roots]
-    return [doc for path, doc in known.items() if path not in seen and any(is_under(path, root) for root in root_texts)]
+    return [
+        doc
+        for path, doc in known.items()
+        if path not in seen and any(is_under(path, root) for root in root_texts)
+    ]

@@ -17,7 +17,10 @@ from app.ingest.scan import ScannedFile
 from app.store.ledger import Ledger
 
 # how a file left without chunks ended, as its ingest run counts it
-ENDED_AS: dict[DocumentStatus, FileStatus] = {DocumentStatus.FAILED: "failed", DocumentStatus.SKIPPED: "skipped"}
+ENDED_AS: dict[DocumentStatus, FileStatus] = {
+    DocumentStatus.FAILED: "failed",
+    DocumentStatus.SKIPPED: "skipped",
+}
 
 T = TypeVar("T")
 
@@ -26,7 +29,9 @@ class DocumentSteps:
     """One collection's catalog and Milvus writes during a run, never interleaved
     (a lock, and one store thread)."""
 
-    def __init__(self, ledger: Ledger, collection: str, store_executor: Executor, progress: Progress) -> None:
+    def __init__(
+        self, ledger: Ledger, collection: str, store_executor: Executor, progress: Progress
+    ) -> None:
         self.ledger = ledger
         self.collection = collection
         self.store_executor = store_executor
@@ -55,9 +60,16 @@ class DocumentSteps:
         self.progress.file_done(path, "unchanged", previous.chunk_count)
 
     async def failed(
-        self, path: str, scanned_file: ScannedFile, reason: str, previous: Document | None, content_hash: str = ""
+        self,
+        path: str,
+        scanned_file: ScannedFile,
+        reason: str,
+        previous: Document | None,
+        content_hash: str = "",
     ) -> None:
-        await self._without_chunks(path, DocumentStatus.FAILED, reason, previous, scanned_file, content_hash)
+        await self._without_chunks(
+            path, DocumentStatus.FAILED, reason, previous, scanned_file, content_hash
+        )
 
     async def skipped(
         self,
@@ -67,7 +79,9 @@ class DocumentSteps:
         scanned_file: ScannedFile | None = None,
         content_hash: str = "",
     ) -> None:
-        await self._without_chunks(path, DocumentStatus.SKIPPED, reason, previous, scanned_file, content_hash)
+        await self._without_chunks(
+            path, DocumentStatus.SKIPPED, reason, previous, scanned_file, content_hash
+        )
 
     async def _without_chunks(
         self,
@@ -78,7 +92,9 @@ class DocumentSteps:
         scanned_file: ScannedFile | None,
         content_hash: str,
     ) -> None:
-        doc = document_without_chunks(self.collection, path, status, reason, scanned_file, content_hash)
+        doc = document_without_chunks(
+            self.collection, path, status, reason, scanned_file, content_hash
+        )
         await self.store(self.ledger.settle, self.collection, doc, previous)
         self.progress.file_done(path, ENDED_AS[status], reason=reason)
 

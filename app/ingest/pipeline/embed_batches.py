@@ -56,10 +56,14 @@ class Batcher:
     """Cuts the chunks of converted files into embed calls and puts the vectors
     back together per file. No I/O: the embed stage decides when to call."""
 
-    def __init__(self, batch: int = EMBED_BATCH, min_call: int = MIN_CALL, short_below: int = 1) -> None:
+    def __init__(
+        self, batch: int = EMBED_BATCH, min_call: int = MIN_CALL, short_below: int = 1
+    ) -> None:
         self.batch = max(1, batch)
         self.min_call = max(1, min(min_call, self.batch))
-        self.short_below = max(1, short_below)  # fewer calls running than this: a short call beats an idle core
+        self.short_below = max(
+            1, short_below
+        )  # fewer calls running than this: a short call beats an idle core
         self._queue: deque[_Waiting] = deque()  # files with chunks not yet in a call, in order
         self.pending = 0  # chunks converted and not yet in a call
 

@@ -103,7 +103,9 @@ class IngestPipeline:
         self.retry_given_up = retry_given_up
         self.links_outside = links_outside  # follow symbolic links that point outside the folder
 
-    async def run(self, collection: str, roots: Sequence[Path]) -> AsyncGenerator[IngestEvent, None]:
+    async def run(
+        self, collection: str, roots: Sequence[Path]
+    ) -> AsyncGenerator[IngestEvent, None]:
         """Index ``roots`` into ``collection``; documents under a root that are gone
         from disk are removed. Yields events, IngestFinished last."""
         run = _Run(self, collection, [absolute(r) for r in roots])
@@ -119,15 +121,21 @@ class _Run:
         self.roots = roots
         self.outbox: asyncio.Queue[IngestEvent | None] = asyncio.Queue()
         self.progress = Progress(collection, self.outbox.put_nowait)
-        self.steps = DocumentSteps(pipeline.ledger, collection, pipeline.store_executor, self.progress)
+        self.steps = DocumentSteps(
+            pipeline.ledger, collection, pipeline.store_executor, self.progress
+        )
         self.claimed_hashes: dict[str, str] = {}  # content hash -> path indexed in this run
         # a short call goes out only when a core would idle: fewer calls run than the cores the converters leave
         self.batcher = Batcher(short_below=pipeline.embed_workers - pipeline.converters.workers)
-        self.lookahead = LOOKAHEAD_CALLS * EMBED_BATCH * pipeline.embed_workers  # chunks converted ahead
+        self.lookahead = (
+            LOOKAHEAD_CALLS * EMBED_BATCH * pipeline.embed_workers
+        )  # chunks converted ahead
         self.unconverted = 0  # files still to be converted (or being converted)
         self._warm_up: asyncio.Task[None] | None = None  # the converter workers starting
         self.embedded: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=4 * WRITE_GROUP)
-        self.wake_embedder = asyncio.Event()  # a file converted, a call ended, or none left to convert
+        self.wake_embedder = (
+            asyncio.Event()
+        )  # a file converted, a call ended, or none left to convert
         self.room_ahead = asyncio.Event()  # the embedder took chunks: the converter may go on
 
     async def events(self) -> AsyncGenerator[IngestEvent, None]:
@@ -169,7 +177,10 @@ class _Run:
             self._warm_up = asyncio.create_task(self.pipeline.converters.start())
 
     async def _work(self) -> None:
-        known = {doc.path: doc for doc in await asyncio.to_thread(self.pipeline.catalog.documents, self.collection)}
+        known = {
+            doc.path: doc
+            for doc in await asyncio.to_thread(self.pipeline.catalog.documents, self.collection)
+        }
         if not known:  # a new collection: the workers start while we scan
             self._warm_up_converters()
         scanned: ScanResult = await asyncio.to_thread(
@@ -188,7 +199,9 @@ class _Run:
         shown = sorted(display_path(root) for root in offline)
         scanned.skipped = [s for s in scanned.skipped if s.path not in shown]
         gone = gone_documents(known, scanned, [root for root in self.roots if root not in offline])
-        self.progress.run_started(len(scanned.files) + len(scanned.skipped) + len(gone) + len(shown))
+        self.progress.run_started(
+            len(scanned.files) + len(scanned.skipped) + len(gone) + len(shown)
+        )
         for path in shown:
             self.progress.file_done(path, "skipped", reason=OFFLINE)
 
@@ -232,7 +245,9 @@ class _Run:
             except OSError as exc:
                 await self.steps.failed(path, scanned_file, str(unreadable(exc)), previous)
                 continue
-            except IngestError as exc:  # no longer a regular file (swapped for a pipe since the scan)
+            except (
+                IngestError
+            ) as exc:  # no longer a regular file (swapped for a pipe since the scan)
                 await self.steps.skipped(path, str(exc), previous, scanned_file)
                 continue
             if is_unchanged(previous, content_hash):
@@ -242,7 +257,9 @@ class _Run:
             if not self.pipeline.retry_given_up and given_up_before(previous, content_hash):
                 await self.steps.failed(path, scanned_file, previous.error, previous, content_hash)
                 continue
-            original = await asyncio.to_thread(duplicate_of, content_hash, path, known, self.claimed_hashes)
+            original = await asyncio.to_thread(
+                duplicate_of, content_hash, path, known, self.claimed_hashes
+            )
             if original is not None:
                 reason = f"Same content as {original}, already in this collection."
                 await self.steps.skipped(path, reason, previous, scanned_file, content_hash)
@@ -281,7 +298,9 @@ class _Run:
                     await self.room_ahead.wait()
                 if failures:
                     raise failures[0]
-                task = asyncio.create_task(self._convert(job, slots), name=f"ingest-convert:{job.path}")
+                task = asyncio.create_task(
+                    self._convert(job, slots), name=f"ingest-convert:{job.path}"
+                )
                 converting.add(task)
                 task.add_done_callback(ended)
             while converting:
@@ -299,13 +318,17 @@ class _Run:
                     job.file.path, on_page=functools.partial(self.progress.page_read, job.path)
                 )
             except Exception as exc:  # the pool failed, not the file's reader: said for this file
-                outcome = ConvertOutcome(error=f"Conversion failed unexpectedly: {short_error(exc)}.")
+                outcome = ConvertOutcome(
+                    error=f"Conversion failed unexpectedly: {short_error(exc)}."
+                )
             finally:
                 self.progress.conversion_ended(job.path)
             document = outcome.document
             if document is None or not document.pieces:
                 self.progress.work_finished()
-                await self.steps.failed(job.path, job.file, outcome.error or NO_TEXT, job.previous, job.content_hash)
+                await self.steps.failed(
+                    job.path, job.file, outcome.error or NO_TEXT, job.previous, job.content_hash
+                )
                 return
             job.converted = document
             self.batcher.add(job)

@@ -108,7 +108,11 @@ class Progress:
 
     def file_done(self, path: str, status: FileStatus, chunks: int = 0, reason: str = "") -> None:
         self.tally.count(path, status, chunks, reason)
-        self.emit(FileDone(collection=self.collection, path=path, status=status, chunks=chunks, reason=reason))
+        self.emit(
+            FileDone(
+                collection=self.collection, path=path, status=status, chunks=chunks, reason=reason
+            )
+        )
         self.update()
 
     def update(self, force: bool = False) -> None:

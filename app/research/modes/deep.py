@@ -56,7 +56,9 @@ REPORT_VIEW = SourceView(max_sources=6, chars=240, focus=True)
 
 
 def decompose_schema(max_items: int) -> dict[str, Any]:
-    return prompts.object_schema("decompose", {"sub_queries": prompts.string_list(max(1, max_items), min_items=1)})
+    return prompts.object_schema(
+        "decompose", {"sub_queries": prompts.string_list(max(1, max_items), min_items=1)}
+    )
 
 
 def judge_schema(max_items: int) -> dict[str, Any]:
@@ -93,7 +95,9 @@ async def decompose(ctx: RunContext, seen: set[str], *, keep_original: bool = Tr
         prompts.user(earlier_answers, prompts.question_block(ctx.question)),
     ]
     ctx.events.phase(phases.DECOMPOSE, phases.splitting(cap))
-    value = await ctx.call_structured("root", messages, decompose_schema(cap), default={"sub_queries": []})
+    value = await ctx.call_structured(
+        "root", messages, decompose_schema(cap), default={"sub_queries": []}
+    )
     proposed = value.get("sub_queries", []) if isinstance(value, dict) else []
     proposed = proposed if isinstance(proposed, list) else []
     first = [ctx.question, *ctx.follow_up_queries()] if keep_original else []
@@ -105,7 +109,9 @@ def _passages(hits: Sequence[Hit], max_chars: int, focus: str) -> str:
     """Numbered, fenced passages, each cut to its sentences that share most words
     with ``focus`` (see :func:`~app.research.snippets.focused`)."""
     return "\n".join(
-        prompts.fence(i, focused(hit.chunk.text, focus, max_chars), max_chars=max_chars, title=hit.chunk.title)
+        prompts.fence(
+            i, focused(hit.chunk.text, focus, max_chars), max_chars=max_chars, title=hit.chunk.title
+        )
         for i, hit in enumerate(hits, start=1)
     )
 
@@ -131,12 +137,16 @@ async def judge_group(
     if not flat:
         return [[] for _ in hit_lists]
     per = min(JUDGE_CHARS, max(80, ctx.prompt_chars // len(flat)))
-    if len(subqueries) == 1 and normalise_query(subqueries[0].text) == normalise_query(ctx.question):
+    if len(subqueries) == 1 and normalise_query(subqueries[0].text) == normalise_query(
+        ctx.question
+    ):
         queries = ""  # the question itself was the search
     elif len(subqueries) == 1:
         queries = f"Search query: {prompts.neutralise(subqueries[0].text)}"
     else:
-        queries = "Search queries:\n" + "\n".join(f"- {prompts.neutralise(sq.text)}" for sq in subqueries)
+        queries = "Search queries:\n" + "\n".join(
+            f"- {prompts.neutralise(sq.text)}" for sq in subqueries
+        )
     messages = [
         prompts.system(
             "You judge search results for a research question.",
@@ -147,13 +157,19 @@ async def judge_group(
         prompts.user(
             prompts.question_block(ctx.question),
             queries,
-            _passages([hit for _, hit in flat], per, focus=" ".join([ctx.question, *(sq.text for sq in subqueries)])),
+            _passages(
+                [hit for _, hit in flat],
+                per,
+                focus=" ".join([ctx.question, *(sq.text for sq in subqueries)]),
+            ),
         ),
     ]
     node = subqueries[0].node_id if len(subqueries) == 1 else subqueries[0].parent_id
     value = await ctx.call_structured(node, messages, judge_schema(len(flat)), default=None)
     picked, reason = ranked_picks(value, len(flat), keep_when_none)
-    emit_judgements(ctx.events, [(subqueries[owner].node_id, hit) for owner, hit in flat], picked, reason)
+    emit_judgements(
+        ctx.events, [(subqueries[owner].node_id, hit) for owner, hit in flat], picked, reason
+    )
     kept: list[list[Hit]] = [[] for _ in hit_lists]
     for index in picked:
         owner, hit = flat[index]
@@ -184,7 +200,9 @@ async def judge_round(
     assigned: set[str] = set()
     fresh_lists = []
     for hits in results:
-        fresh = [h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned]
+        fresh = [
+            h for h in hits if h.chunk.chunk_id not in verdicts and h.chunk.chunk_id not in assigned
+        ]
         assigned.update(h.chunk.chunk_id for h in fresh)
         fresh_lists.append(fresh)
     total = sum(len(fresh) for fresh in fresh_lists)
@@ -200,7 +218,9 @@ async def judge_round(
 
     outcomes: list[Any]
     if grouped:
-        outcomes = list(await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED))
+        outcomes = list(
+            await judge_group(ctx, subqueries, fresh_lists, keep_when_none=KEEP_WHEN_ALL_REJECTED)
+        )
         counted(total)
     else:
 
@@ -259,21 +279,29 @@ async def bridge_hop(
     # names come from the text the model would see: a passage that tries to
     # instruct the assistant is withheld before a name is taken from it
     passages = [
-        (prompts.neutralise(chunk.title), prompts.withhold_instructions(prompts.neutralise(chunk.text)))
+        (
+            prompts.neutralise(chunk.title),
+            prompts.withhold_instructions(prompts.neutralise(chunk.text)),
+        )
         for chunk in sources[:BRIDGE_SOURCES]
     ]
     queries = clean_queries(bridge_queries(ctx.question, passages, limit=limit + 3), seen, limit)
     queries = queries[: ctx.tracker.search_calls_left]
     if not queries:
         return []
-    subqueries = [ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin="bridge") for q in queries]
+    subqueries = [
+        ctx.plan_subquery(q, parent_id=round_node, round_no=round_no, origin="bridge")
+        for q in queries
+    ]
     ctx.events.phase(phases.BRIDGE, phases.following(len(queries)), node_id=round_node)
     results = await ctx.search(subqueries, top_k=min(BRIDGE_TOP_K, ctx.budget.top_k))
     await judge_round(ctx, subqueries, results, verdicts=verdicts, grouped=True)
     return queries
 
 
-def reflect_messages(ctx: RunContext, searched: Sequence[str], docs: str, task: str) -> list[Message]:
+def reflect_messages(
+    ctx: RunContext, searched: Sequence[str], docs: str, task: str
+) -> list[Message]:
     """The reflection's prompt: the question, the queries already searched (the
     question itself named, not repeated) and the fenced evidence ``docs``."""
     asked = normalise_query(ctx.question)
@@ -312,7 +340,9 @@ REFLECT_TASK = (
 )
 
 
-async def reflect(ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str]) -> tuple[bool, list[str]]:
+async def reflect(
+    ctx: RunContext, round_node: str, searched: Sequence[str], seen: set[str]
+) -> tuple[bool, list[str]]:
     """Stop, or up to 3 new gap queries (repeats removed)."""
     items = evidence_excerpts(ctx.question, ctx.evidence, REFLECT_VIEW)
     docs = prompts.fence_many(items, max_chars=REFLECT_VIEW.chars, total_chars=ctx.prompt_chars)
@@ -369,7 +399,9 @@ async def run_mode(ctx: RunContext) -> Report:
             await judge_round(ctx, subqueries, results, verdicts=verdicts, grouped=True)
             if ctx.options.bridge_queries:
                 ctx.check_budget()
-                found = [chunk for _, chunk in ctx.evidence.chunks()[known:]]  # this round's, best first
+                found = [
+                    chunk for _, chunk in ctx.evidence.chunks()[known:]
+                ]  # this round's, best first
                 searched += await bridge_hop(ctx, round_node, round_no, found, seen, verdicts)
             ctx.check_budget()
             # gap queries need a round to run in: with none left, the loop ends here

@@ -68,7 +68,10 @@ def _messages(ctx: RunContext, log: str, extra: str = "") -> list[Any]:
     if len(log) > LOG_CHARS:
         log = "…" + log[-LOG_CHARS:]
     rule, earlier = ctx.earlier_prompt()  # a follow-up: the earlier answers, fenced
-    parts = [earlier, prompts.question_block(ctx.question)]  # (nothing before the question when not a follow-up)
+    parts = [
+        earlier,
+        prompts.question_block(ctx.question),
+    ]  # (nothing before the question when not a follow-up)
     if log:
         parts.append("Your turns and the search results so far:\n" + log)
     parts.append(extra or "Continue: search, or give the final answer.")
@@ -86,11 +89,17 @@ def _visible_turn(text: str) -> str:
 
 
 async def _turn(
-    ctx: RunContext, log: str, status: tuple[str, str], extra: str = "", max_tokens: int | None = None
+    ctx: RunContext,
+    log: str,
+    status: tuple[str, str],
+    extra: str = "",
+    max_tokens: int | None = None,
 ) -> str:
     """One turn of the model; ``status`` (phase, text) is what the status line says meanwhile."""
     limit = max_tokens or ctx.options.hds_turn_tokens
-    text = await ctx.call_text(HDS_NODE, _messages(ctx, log, extra), temperature=0.1, max_tokens=limit, phase=status)
+    text = await ctx.call_text(
+        HDS_NODE, _messages(ctx, log, extra), temperature=0.1, max_tokens=limit, phase=status
+    )
     reasoning, _ = split_think(text)
     if reasoning:
         ctx.emit(ReasoningDelta(run_id=ctx.run_id, node_id=HDS_NODE, text=reasoning))
@@ -115,7 +124,9 @@ async def _search(
     ]
     what = "question" if origins == ["original"] else "query"
     ctx.events.phase(phases.SEARCH, phases.searching(len(queries), what=what), node_id=round_node)
-    results = await ctx.search(subqueries, mode=mode, top_k=top_k or min(HITS_PER_QUERY, ctx.budget.top_k))
+    results = await ctx.search(
+        subqueries, mode=mode, top_k=top_k or min(HITS_PER_QUERY, ctx.budget.top_k)
+    )
     labelled: list[tuple[str, list[tuple[int, Hit]]]] = []
     for sq, hits in zip(subqueries, results, strict=True):
         numbered = [(ctx.add_evidence(hit, sq.text).number, hit) for hit in hits]
@@ -125,7 +136,10 @@ async def _search(
 
 async def run_mode(ctx: RunContext) -> Report:
     log = ""
-    seen: list[str] = [ctx.question, *sorted(ctx.searched_before())]  # a follow-up repeats no earlier search
+    seen: list[str] = [
+        ctx.question,
+        *sorted(ctx.searched_before()),
+    ]  # a follow-up repeats no earlier search
     answer: str | None = None
     try:
         # the question itself is searched first, with the budget's full top_k (as the
@@ -139,9 +153,15 @@ async def run_mode(ctx: RunContext) -> Report:
             if not candidates:
                 answer = extract_answer(text)
                 if answer is None:  # neither searched nor answered: on to the final-answer turn
-                    ctx.notice(f"Turn {round_no} neither searched nor answered.", node_id=round_node)
+                    ctx.notice(
+                        f"Turn {round_no} neither searched nor answered.", node_id=round_node
+                    )
                 # what the model wrote instead is data for its final turn, fenced like any other
-                log += "\n" + prompts.fence("your last turn", visible, max_chars=600) if visible else ""
+                log += (
+                    "\n" + prompts.fence("your last turn", visible, max_chars=600)
+                    if visible
+                    else ""
+                )
                 break
             picked = select_queries(
                 candidates,
@@ -158,7 +178,9 @@ async def run_mode(ctx: RunContext) -> Report:
             if not picked.queries:  # nothing new to search: the model has what it will get
                 break
             seen += picked.queries
-            block = await _search(ctx, list(picked.queries), round_node, round_no, ["hds"] * len(picked.queries))
+            block = await _search(
+                ctx, list(picked.queries), round_node, round_no, ["hds"] * len(picked.queries)
+            )
             log += f"\n{queries_turn(picked.queries)}\n{block}"
         ctx.stop("completed")
     except BudgetHit as hit:
@@ -166,11 +188,21 @@ async def run_mode(ctx: RunContext) -> Report:
     if answer is None and len(ctx.evidence):
         # budget exhausted (or nothing new to search): one forced final-answer turn
         ctx.account.finishing = True
-        text = await _turn(ctx, log, (phases.ANSWER, phases.FINAL_ANSWER), FINAL_INSTRUCTION, max_tokens=FINAL_TOKENS)
+        text = await _turn(
+            ctx,
+            log,
+            (phases.ANSWER, phases.FINAL_ANSWER),
+            FINAL_INSTRUCTION,
+            max_tokens=FINAL_TOKENS,
+        )
         answer = extract_answer(text)
         if answer is None:
             visible = strip_protocol(text)
             answer = prompts.clip(visible, 200) if visible else None
-    guidance = "The search protocol's final answer was:\n" + prompts.fence("answer", answer) if answer else ""
+    guidance = (
+        "The search protocol's final answer was:\n" + prompts.fence("answer", answer)
+        if answer
+        else ""
+    )
     report = await ctx.write_report(guidance=guidance, answer=answer or "")
     return report

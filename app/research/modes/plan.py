@@ -46,7 +46,8 @@ def plan_schema(max_steps: int) -> dict[str, Any]:
         },
     )
     return prompts.object_schema(
-        "plan", {"steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max(1, max_steps)}}
+        "plan",
+        {"steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max(1, max_steps)}},
     )
 
 
@@ -91,13 +92,17 @@ async def global_view(ctx: RunContext) -> str:
                 prompts.user(docs),
             ]
             status = (phases.SURVEY, phases.summarising(number, len(collections)))
-            summary = await ctx.call_text("root", messages, temperature=0.1, max_tokens=SUMMARY_TOKENS, phase=status)
+            summary = await ctx.call_text(
+                "root", messages, temperature=0.1, max_tokens=SUMMARY_TOKENS, phase=status
+            )
         # the name and description are the user's words, the summary a model's reading of
         # the documents: all of it is data
         view = f"Description: {prompts.clip(collection.description or '(no description)', 300)}"
         if summary.strip():
             view += f"\nSummary of a sample: {prompts.clip(summary, 400)}"
-        parts.append(prompts.fence(f"collection {number}", view, max_chars=800, title=collection.name))
+        parts.append(
+            prompts.fence(f"collection {number}", view, max_chars=800, title=collection.name)
+        )
     return "\n".join(parts) or "(no collections)"
 
 
@@ -136,10 +141,14 @@ async def write_plan(ctx: RunContext, view: str, max_steps: int) -> list[str]:
             prompts.DATA_RULE,
             rule,
         ),
-        prompts.user(f"Library overview:\n{view}", earlier_answers, prompts.question_block(ctx.question)),
+        prompts.user(
+            f"Library overview:\n{view}", earlier_answers, prompts.question_block(ctx.question)
+        ),
     ]
     ctx.events.phase(phases.PLAN, phases.PLANNING)
-    value = await ctx.call_structured("root", messages, plan_schema(max_steps), default={"steps": []})
+    value = await ctx.call_structured(
+        "root", messages, plan_schema(max_steps), default={"steps": []}
+    )
     return plan_steps(value, max_steps) or [ctx.question]
 
 
@@ -157,11 +166,16 @@ async def run_step(
     ``place`` is the step's number and the plan's length, for the status line."""
     if not hits:
         return "", False, []
-    ctx.events.phase(phases.STEP, phases.step(*place, phases.reading(len(hits)).lower()), node_id=subquery.node_id)
+    ctx.events.phase(
+        phases.STEP,
+        phases.step(*place, phases.reading(len(hits)).lower()),
+        node_id=subquery.node_id,
+    )
     steps_found = "\n".join(f"Step {n}: {f}" for n, f in sorted(findings.items()) if f)
     per = max(200, min(PASSAGE_CHARS, ctx.prompt_chars // len(hits)))
     passages = "\n".join(
-        prompts.fence(i, h.chunk.text, max_chars=per, title=h.chunk.title) for i, h in enumerate(hits, 1)
+        prompts.fence(i, h.chunk.text, max_chars=per, title=h.chunk.title)
+        for i, h in enumerate(hits, 1)
     )
     messages = [
         prompts.system(
@@ -174,12 +188,16 @@ async def run_step(
         prompts.user(
             prompts.question_block(ctx.question),
             f"This step's search: {prompts.neutralise(subquery.text)}",
-            "Findings of earlier steps:\n" + prompts.fence("findings", steps_found) if steps_found else "",
+            "Findings of earlier steps:\n" + prompts.fence("findings", steps_found)
+            if steps_found
+            else "",
             passages,
         ),
     ]
     default = {"relevant": [], "finding": "", "answered": False}
-    value = await ctx.call_structured(subquery.node_id, messages, finding_schema(len(hits)), default=default)
+    value = await ctx.call_structured(
+        subquery.node_id, messages, finding_schema(len(hits)), default=default
+    )
     if not isinstance(value, dict):
         value = default
     picked, reason = ranked_picks(value, len(hits), KEEP_WHEN_NONE_PICKED)  # rank, don't delete
@@ -198,8 +216,9 @@ def _guidance(findings: dict[int, str]) -> str:
     lines = [f"- Step {n}: {f}" for n, f in sorted(findings.items()) if f]
     if not lines:
         return ""
-    return "Findings of the plan's steps (check them against the documents before using them):\n" + prompts.fence(
-        "findings", "\n".join(lines)
+    return (
+        "Findings of the plan's steps (check them against the documents before using them):\n"
+        + prompts.fence("findings", "\n".join(lines))
     )
 
 
@@ -233,7 +252,9 @@ async def run_mode(ctx: RunContext) -> Report:
                     level="warning",
                     node_id=step.node_id,
                 )
-            if _key(text) in searched:  # the same search again: reuse its hits, spend no search call
+            if (
+                _key(text) in searched
+            ):  # the same search again: reuse its hits, spend no search call
                 hits = searched[_key(text)]
                 ctx.emit(SearchFinished(run_id=ctx.run_id, node_id=step.node_id, hits=tuple(hits)))
             else:
@@ -244,11 +265,19 @@ async def run_mode(ctx: RunContext) -> Report:
                 ctx.add_evidence(hit, step.text)
             findings[number] = finding
             done = number
-            ctx.emit(StepFinished(run_id=ctx.run_id, node_id=step.node_id, finding=finding, answered=answered))
+            ctx.emit(
+                StepFinished(
+                    run_id=ctx.run_id, node_id=step.node_id, finding=finding, answered=answered
+                )
+            )
             if answered:
                 break
         ctx.stop("completed")
     except BudgetHit as hit:
         ctx.stop(hit.budget)
-    open_questions = [f"Plan step not run: {t}" for t in templates[done:]] if ctx.stop_reason != "completed" else []
+    open_questions = (
+        [f"Plan step not run: {t}" for t in templates[done:]]
+        if ctx.stop_reason != "completed"
+        else []
+    )
     return await ctx.write_report(guidance=_guidance(findings), open_questions=open_questions)

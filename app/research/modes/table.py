@@ -64,7 +64,11 @@ EXTRACT_SCHEMA = prompts.object_schema(
             "maxItems": MAX_ENTITIES_PER_CHUNK,
             "items": prompts.object_schema(
                 "mention",
-                {"name": {"type": "string", "maxLength": 80}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+                {
+                    "name": {"type": "string", "maxLength": 80},
+                    "start": {"type": "integer"},
+                    "end": {"type": "integer"},
+                },
             ),
         }
     },
@@ -81,7 +85,9 @@ def fill_schema(columns: Sequence[str]) -> dict[str, Any]:
             "source": {"type": "integer"},
         },
     )
-    return prompts.object_schema("fill_cells", {"cells": {"type": "array", "items": cell, "maxItems": len(columns)}})
+    return prompts.object_schema(
+        "fill_cells", {"cells": {"type": "array", "items": cell, "maxItems": len(columns)}}
+    )
 
 
 # -- plan -------------------------------------------------------------------------
@@ -183,7 +189,9 @@ async def extract_mentions(ctx: RunContext, entity_type: str, chunk: Chunk) -> l
         ),
         prompts.user(
             prompts.question_block(ctx.question),
-            prompts.fence(chunk.chunk_id, marked.text, max_chars=MARKED_CHARS + 400, title=chunk.title),
+            prompts.fence(
+                chunk.chunk_id, marked.text, max_chars=MARKED_CHARS + 400, title=chunk.title
+            ),
         ),
     ]
     value = await ctx.call_structured("root", messages, EXTRACT_SCHEMA, default={"entities": []})
@@ -213,13 +221,20 @@ def _sentence_with(sentences: Sequence[str], value: str) -> str:
 
 
 async def fill_row(
-    ctx: RunContext, entity: MergedEntity, entity_type: str, columns: Sequence[str], chunks: dict[str, Chunk]
+    ctx: RunContext,
+    entity: MergedEntity,
+    entity_type: str,
+    columns: Sequence[str],
+    chunks: dict[str, Chunk],
 ) -> tuple[TableCell, ...]:
     """One call per entity: a value, a confidence and a source per column; checked against the source."""
     sources = [chunks[c] for c in entity.chunk_ids if c in chunks][:CHUNKS_PER_ENTITY]
     if not sources:
         return tuple(TableCell() for _ in columns)
-    docs = "\n".join(prompts.fence(i, c.text, max_chars=CELL_CHARS, title=c.title) for i, c in enumerate(sources, 1))
+    docs = "\n".join(
+        prompts.fence(i, c.text, max_chars=CELL_CHARS, title=c.title)
+        for i, c in enumerate(sources, 1)
+    )
     messages = [
         prompts.system(
             f"You fill one row of a table about a {entity_type}.",
@@ -243,13 +258,21 @@ async def fill_row(
         column, raw, source = item.get("column"), item.get("value"), item.get("source")
         if column not in columns or not isinstance(raw, str) or column in cells:
             continue
-        if not isinstance(source, int) or isinstance(source, bool) or not 1 <= source <= len(sources):
+        if (
+            not isinstance(source, int)
+            or isinstance(source, bool)
+            or not 1 <= source <= len(sources)
+        ):
             source = 1 + max(range(len(sources)), key=lambda i: support_ratio(raw, sources[i].text))
         chunk = sources[source - 1]
         confidence = item.get("confidence", 0.5)
         quote = _sentence_with(split_sentences(chunk.text), raw)
         cell = checked_cell(
-            raw, confidence if isinstance(confidence, (int, float)) else 0.5, chunk.chunk_id, chunk.text, quote
+            raw,
+            confidence if isinstance(confidence, (int, float)) else 0.5,
+            chunk.chunk_id,
+            chunk.text,
+            quote,
         )
         if cell.value:
             cells[str(column)] = cell
@@ -293,7 +316,9 @@ async def run_mode(ctx: RunContext) -> Report:
         hits = interleave(ranked)[:max_chunks]
         chunks = {h.chunk.chunk_id: h.chunk for h in hits}
         mentions: list[Mention] = []
-        ctx.events.phase(phases.EXTRACT, phases.finding_entities(len(hits)), total=len(hits), node_id=plan_node)
+        ctx.events.phase(
+            phases.EXTRACT, phases.finding_entities(len(hits)), total=len(hits), node_id=plan_node
+        )
         for read, hit in enumerate(hits, 1):
             found = await extract_mentions(ctx, entity_type, hit.chunk)
             ctx.events.count(read)
@@ -316,7 +341,9 @@ async def run_mode(ctx: RunContext) -> Report:
             )
             entities = entities[:max_rows]
         if entities:
-            ctx.events.phase(phases.FILL, phases.filling(len(entities)), total=len(entities), node_id=plan_node)
+            ctx.events.phase(
+                phases.FILL, phases.filling(len(entities)), total=len(entities), node_id=plan_node
+            )
         for entity in entities:
             cells = await fill_row(ctx, entity, entity_type, columns, chunks)
             rows.append((entity.name, cells))
@@ -333,11 +360,15 @@ async def run_mode(ctx: RunContext) -> Report:
     for name, cells in table.rows:
         for column, cell in zip(table.columns, cells, strict=True):
             if cell.chunk_id in chunks:
-                ctx.add_evidence(Hit(chunk=chunks[cell.chunk_id], score=cell.confidence), f"{name}: {column}")
+                ctx.add_evidence(
+                    Hit(chunk=chunks[cell.chunk_id], score=cell.confidence), f"{name}: {column}"
+                )
     for entity in entities:
         for chunk_id in entity.chunk_ids:
             if chunk_id in chunks:
-                ctx.add_evidence(Hit(chunk=chunks[chunk_id], score=0.0), f"{entity_type}: {entity.name}")
+                ctx.add_evidence(
+                    Hit(chunk=chunks[chunk_id], score=0.0), f"{entity_type}: {entity.name}"
+                )
     if not len(ctx.evidence):  # nothing enriched: the question's own best hits are the evidence
         for best in first[:KEEP_WHEN_EMPTY]:
             ctx.add_evidence(best, ctx.question)
