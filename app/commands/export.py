@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.commands.library_access import add_run_id_argument
 from app.export.formats import FORMATS, SUFFIX, TEXT_FORMATS, ExportError, format_of
 
 if TYPE_CHECKING:
@@ -20,11 +21,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_id",
-        metavar="RUN_ID",
-        help="a run id from `fathom history` (a unique prefix is enough)",
-    )
+    add_run_id_argument(parser)
     parser.add_argument(
         "--format", "-f", choices=FORMATS, help="the format (default: from the suffix of -o)"
     )

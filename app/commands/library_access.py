@@ -10,6 +10,7 @@ they work while a Fathom window has the library open.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
@@ -72,6 +73,15 @@ def open_catalog_read_only(err: TextIO) -> tuple[Catalog | None, bool]:
     except FathomError as exc:
         print(str(exc), file=err)
         return None, False
+
+
+def add_run_id_argument(parser: argparse.ArgumentParser) -> None:
+    """The RUN_ID argument of the commands that read one past run."""
+    parser.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        help="a run id from `fathom history` (a unique prefix is enough)",
+    )
 
 
 def open_history_read_only(err: TextIO) -> tuple[RunStore | None, bool]:

@@ -11,13 +11,11 @@ import argparse
 import json
 import sys
 
+from app.commands.library_access import add_run_id_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_id",
-        metavar="RUN_ID",
-        help="a run id from `fathom history` (a unique prefix is enough)",
-    )
+    add_run_id_argument(parser)
     parser.add_argument(
         "--json", action="store_true", help="print the run with all its events as JSON"
     )

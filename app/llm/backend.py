@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.llm.base import ChatDelta, ChatResult, Message, StructuredResult, collect_stream
@@ -22,6 +23,19 @@ DEFAULT_STRUCTURED_MAX_TOKENS = 1024
 
 # One structured reply for a conversation (the first try, or the repair round's).
 Attempt = Callable[[Sequence[Message]], Awaitable[RawReply]]
+# How a back end asks for structured replies, and the conversation to start from.
+Attempts = tuple[Attempt, Sequence[Message]]
+
+
+@dataclass(frozen=True)
+class StructuredAsk:
+    """One structured reply asked of a back end: its conversation, its JSON schema
+    (already hardened), its temperature and its token budget."""
+
+    messages: Sequence[Message]
+    schema: dict[str, Any]
+    temperature: float | None
+    budget: int
 
 
 class ModelBackend(ABC):
@@ -59,7 +73,8 @@ class ModelBackend(ABC):
     ) -> StructuredResult:
         budget = max_tokens or DEFAULT_STRUCTURED_MAX_TOKENS
         hardened = harden_schema(schema, max_tokens=budget)
-        attempt, guided = await self._structured_attempts(messages, hardened, temperature, budget)
+        ask = StructuredAsk(messages, hardened, temperature, budget)
+        attempt, guided = await self._structured_attempts(ask)
         return await structured_with_repair(attempt, guided, schema, model_name=self.model_name)
 
     def warm_up(self) -> None:
@@ -81,13 +96,7 @@ class ModelBackend(ABC):
         )
 
     @abstractmethod
-    async def _structured_attempts(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        temperature: float | None,
-        budget: int,
-    ) -> tuple[Attempt, Sequence[Message]]:
-        """How this back end asks for one reply valid against ``schema`` (already hardened)
-        within ``budget`` tokens, and the conversation to start from (``messages``, or
-        ``messages`` with the schema spelled out in front)."""
+    async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
+        """How this back end asks for one reply valid against ``ask.schema`` within
+        ``ask.budget`` tokens, and the conversation to start from (``ask.messages``, or
+        those with the schema spelled out in front)."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from app.core.errors import ModelError, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
 from app.core.serial_import import serial_import
-from app.llm.backend import Attempt, ModelBackend
+from app.llm.backend import Attempts, ModelBackend, StructuredAsk
 from app.llm.base import ChatDelta, EmbedResult, Message
 from app.llm.reasoning import ThinkSplitter
 from app.llm.structured import RawReply
@@ -298,13 +298,13 @@ class LlamaCppModel(ModelBackend):
                     yield ChatDelta(kind=channel, text=text)
                 yield ChatDelta(kind="done", usage=payload[0])
 
-    async def _structured_attempts(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        temperature: float | None,
-        budget: int,
-    ) -> tuple[Attempt, Sequence[Message]]:
+    async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
+        messages, schema, temperature, budget = (
+            ask.messages,
+            ask.schema,
+            ask.temperature,
+            ask.budget,
+        )
         # Building the grammar imports llama_cpp and walks the schema: off the event loop.
         grammar_text = await asyncio.to_thread(_cached_grammar, json.dumps(schema, sort_keys=True))
 

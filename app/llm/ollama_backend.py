@@ -17,7 +17,7 @@ import ollama
 
 from app.core.errors import ModelError, ModelNotFound, ModelTimeout
 from app.core.models import Usage
-from app.llm.backend import Attempt, ModelBackend
+from app.llm.backend import Attempts, ModelBackend, StructuredAsk
 from app.llm.base import ChatDelta, EmbedResult, Message, collect_stream
 from app.llm.ollama_client import OLLAMA_ERRORS, ollama_error
 from app.llm.reasoning import ThinkSplitter
@@ -158,13 +158,13 @@ class OllamaModel(ModelBackend):
         async for delta in self._with_think_fallback(messages, options=options, format=None):
             yield delta
 
-    async def _structured_attempts(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        temperature: float | None,
-        budget: int,
-    ) -> tuple[Attempt, Sequence[Message]]:
+    async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
+        messages, schema, temperature, budget = (
+            ask.messages,
+            ask.schema,
+            ask.temperature,
+            ask.budget,
+        )
         options = self._options(temperature, budget, budget)
         guided: list[Message] = [
             {"role": "system", "content": schema_instruction(schema)},

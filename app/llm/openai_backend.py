@@ -20,7 +20,7 @@ import openai
 
 from app.core.errors import ModelError, ModelNotFound, ModelTimeout, ModelUnavailable
 from app.core.models import Usage
-from app.llm.backend import Attempt, ModelBackend
+from app.llm.backend import Attempts, ModelBackend, StructuredAsk
 from app.llm.base import ChatDelta, ChatResult, EmbedResult, Message
 from app.llm.keys import ENV_VAR
 from app.llm.reasoning import ThinkSplitter, split_think
@@ -255,13 +255,14 @@ class OpenAICompatibleModel(ModelBackend):
         )
         return ChatResult(content=reply.content, reasoning=reply.reasoning, usage=reply.usage)
 
-    async def _structured_attempts(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        temperature: float | None,
-        budget: int,
-    ) -> tuple[Attempt, Sequence[Message]]:
+    async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
+        messages, schema, temperature, budget = (
+            ask.messages,
+            ask.schema,
+            ask.temperature,
+            ask.budget,
+        )
+
         async def generate(attempt: Sequence[Message]) -> RawReply:
             if self.json_schema_supported is not False:
                 try:

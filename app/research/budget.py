@@ -161,15 +161,9 @@ class BudgetTracker:
 class RunAccount:
     """What one run has spent and why it stopped (see the module docstring)."""
 
-    def __init__(
-        self,
-        budget: Budget,
-        clock: Callable[[], float] = time.monotonic,
-        *,
-        report_share: float = REPORT_SHARE,
-    ) -> None:
-        self.budget = budget
-        self.tracker = BudgetTracker(budget, clock, report_share=report_share)
+    def __init__(self, tracker: BudgetTracker) -> None:
+        self.budget = tracker.budget
+        self.tracker = tracker
         self.usage: Usage = ZERO_USAGE
         self.stop_reason: str | None = None
         self.finishing = False  # True while the report is written: budgets no longer stop calls

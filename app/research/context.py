@@ -110,7 +110,9 @@ class RunContext:
         self.options = RunOptions.of(options)
         self.prompt_chars = self.options.prompt_chars
         self.events = RunEvents(run_id, emit)
-        self.account = RunAccount(self.budget, clock, report_share=self.options.report_share)
+        self.account = RunAccount(
+            BudgetTracker(self.budget, clock, report_share=self.options.report_share)
+        )
         self.calls = ModelCalls(model, self.account, self.events)
         self.evidence = EvidenceRegistry()
         self.report = ReportWriter(

@@ -271,13 +271,15 @@ def flagged(checks: list[Any]) -> list[bool]:
 
 async def model_votes(claims: list[Claim], model: Any, batch: int) -> list[Citation]:
     from app.core.models import Budget
-    from app.research.budget import RunAccount
+    from app.research.budget import BudgetTracker, RunAccount
     from app.research.citation_check import check_citations
     from app.research.model_calls import ModelCalls
     from app.research.run_events import RunEvents
 
     events = RunEvents("bench", lambda event: None)
-    calls = ModelCalls(model, RunAccount(Budget(max_tokens=10**9, max_seconds=10**6)), events)
+    calls = ModelCalls(
+        model, RunAccount(BudgetTracker(Budget(max_tokens=10**9, max_seconds=10**6))), events
+    )
     votes: list[Citation] = []
     for start in range(0, len(claims), batch):
         part = claims[start : start + batch]
