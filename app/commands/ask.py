@@ -327,9 +327,8 @@ class Progress:
                 f"Researching ({event.mode}, {event.model or 'model'}) over {where}: {event.question}"
             )
         elif isinstance(event, PhaseChanged):
-            if (
-                event.done == 0 and event.text != self.phase
-            ):  # a phase starts (its updates are not printed)
+            # a phase starts (its updates are not printed)
+            if event.done == 0 and event.text != self.phase:
                 self.phase = event.text
                 self.say(f"… {event.text}")
         elif isinstance(event, RoundStarted):

@@ -25,9 +25,8 @@ def private_folder(folder: Path) -> bool:
 def make_private(folders: Sequence[Path], *, except_under: Sequence[Path] = ()) -> int:
     """Make ``folders`` and everything in them private (folders 0700, files 0600), except
     under ``except_under``; how many were open to other users. Links are not followed."""
-    if (
-        sys.platform == "win32"
-    ):  # permissions there are ACLs, private to the user under their profile
+    # permissions there are ACLs, private to the user under their profile
+    if sys.platform == "win32":
         return 0
     kept = {str(p) for p in except_under}
     opened = 0

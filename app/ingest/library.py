@@ -141,9 +141,8 @@ class Library:
         except BaseException:
             library._close_sync()
             raise
-        if (
-            store.lite_path is not None
-        ):  # so that `fathom search` can read while this process holds it
+        # so that `fathom search` can read while this process holds it
+        if store.lite_path is not None:
             reader_address.publish(paths, store.lite_path)
         # the files opening made (all of a new library's; the search engine's logs)
         make_private(

@@ -64,9 +64,8 @@ class Retriever:
         if not names:
             return [[] for _ in queries]
         vectors = None
-        if (
-            mode != "bm25" or not self.store.keyword_search_available
-        ):  # (a server without BM25 searches by meaning)
+        # (a server without BM25 searches by meaning)
+        if mode != "bm25" or not self.store.keyword_search_available:
             embedder = await asyncio.to_thread(self.embedder)
             for name in names:
                 await asyncio.to_thread(check_embedding_model, known[name], embedder)

@@ -74,9 +74,8 @@ class FolderWatcher:
         self._lock = threading.Lock()
         self._roots: dict[str, list[Path]] = {}  # collection → its folders and files
         self._watches: dict[Path, Any] = {}  # watched folder → watchdog's handle
-        self._missing: set[Path] = (
-            set()
-        )  # roots that were not there (or showed nothing) at the last look
+        # roots that were not there (or showed nothing) at the last look
+        self._missing: set[Path] = set()
         self._pending: dict[str, _Pending] = {}
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="fathom-watch", daemon=True)

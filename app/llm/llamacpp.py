@@ -190,9 +190,8 @@ class LlamaCppModel(ModelBackend):
                         if choice.get("finish_reason"):  # type: ignore[union-attr]
                             finish = str(choice["finish_reason"])  # type: ignore[index]
                     close = getattr(chunks, "close", None)
-                    if (
-                        close is not None
-                    ):  # a cancelled generation: release llama.cpp's generator now
+                    # a cancelled generation: release llama.cpp's generator now
+                    if close is not None:
                         close()
                 except ValueError as exc:  # prompt longer than the context window, bad grammar
                     raise ModelError(

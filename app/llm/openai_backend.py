@@ -84,9 +84,8 @@ class OpenAICompatibleModel(ModelBackend):
             timeout=openai.Timeout(timeout_s, connect=5.0),
             max_retries=0,  # one retry, done here, only on transient errors
         )
-        self._completions: Any = (
-            self._client.chat.completions
-        )  # Any: its overloads fit no dict messages
+        # Any: its overloads fit no dict messages
+        self._completions: Any = self._client.chat.completions
         self._embeds_per_token = False  # learnt from the first reply: see embed()
         self.json_schema_supported: bool | None = None  # learnt on the first structured call
 

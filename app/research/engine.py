@@ -349,9 +349,8 @@ async def _until_ended(task: asyncio.Task[None], run_id: str) -> None:
         if not task.done() and not logged:
             logged = True
             log.warning("research run %s: still waiting for its work to stop", run_id)
-    if (
-        not task.cancelled() and task.exception() is not None
-    ):  # _drive turns errors into events: not expected
+    # _drive turns errors into events: not expected
+    if not task.cancelled() and task.exception() is not None:
         log.error(
             "research run %s ended with an error while stopping", run_id, exc_info=task.exception()
         )

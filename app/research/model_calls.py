@@ -177,9 +177,8 @@ class ModelCalls:
                         closer = getattr(stream, "aclose", None)
                         if closer is not None:
                             await closer()
-                        if (
-                            not accounted
-                        ):  # cut early: the back end never reported usage, estimate it
+                        # cut early: the back end never reported usage, estimate it
+                        if not accounted:
                             self._account(
                                 Usage(
                                     prompt_tokens=sum(len(m["content"]) for m in messages) // 4,

@@ -447,9 +447,8 @@ class ReportWriter:
             body = answerability.lead(answerable) + "\n\n" + body
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
         answer_from: list[int] = []
-        says_it = (
-            answerable is None or answerable.answered
-        )  # a report that does not answer gives no short answer
+        # a report that does not answer gives no short answer
+        says_it = answerable is None or answerable.answered
         if not answer and self.options.short_answer and len(self.evidence) and says_it:
             trusted = cit.without_flagged(
                 body

@@ -110,13 +110,11 @@ class Catalog:
                 defaults={"description": "", "embedding_model": "", "dimension": 0},
                 if_not_exists=True,
             )
-            if (
-                "state" not in db.table(_COLLECTIONS).columns_dict
-            ):  # catalogs written before removal was marked
+            # catalogs written before removal was marked
+            if "state" not in db.table(_COLLECTIONS).columns_dict:
                 db.table(_COLLECTIONS).add_column("state", str, not_null_default=ACTIVE)
-            if (
-                "watched" not in db.table(_COLLECTIONS).columns_dict
-            ):  # catalogs written before watched folders
+            # catalogs written before watched folders
+            if "watched" not in db.table(_COLLECTIONS).columns_dict:
                 db.table(_COLLECTIONS).add_column("watched", int, not_null_default=1)
             db.table(_DOCUMENTS).create(
                 {

@@ -81,9 +81,8 @@ class DenseCache:
         self._index = faiss.IndexIDMap2(quantiser)
         self.keywords: KeywordIndex | None = KeywordIndex() if keywords else None
         self._lock = threading.Lock()  # the faiss index and the id maps; writes take it first
-        self._keyword_lock = (
-            threading.Lock()
-        )  # the keyword index, so both sides can be searched at once
+        # the keyword index, so both sides can be searched at once
+        self._keyword_lock = threading.Lock()
         self._label_of: dict[str, int] = {}
         self._chunk_of: dict[int, str] = {}
         self._labels_of_doc: dict[str, set[int]] = {}

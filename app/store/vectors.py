@@ -667,9 +667,8 @@ class VectorStore:
             known = self._keyword.get(mname)
         if known is None:
             known = has_keyword_field(self._client.describe_collection(mname))
-            if (
-                not known and self.keyword_search_available
-            ):  # said once: the store's own note says the rest
+            # said once: the store's own note says the rest
+            if not known and self.keyword_search_available:
                 log.warning("%s", self._no_keyword_note(name))
             with self._meta_lock:
                 self._keyword[mname] = known

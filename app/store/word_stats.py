@@ -220,9 +220,8 @@ def start_counting(
                     del stats[mname]
             if not background:
                 raise
-            if (
-                not one.cancelled.is_set()
-            ):  # only a ranking aid: each collection's own BM25 is compared
+            # only a ranking aid: each collection's own BM25 is compared
+            if not one.cancelled.is_set():
                 log.exception("the word statistics of %s could not be counted", mname)
 
     if background:

@@ -105,9 +105,8 @@ class LibraryController(QObject):
         self._refresh_asked = 0  # refreshes asked for so far
         self._refresh_read = 0  # the last of them that a finished read answers
         self.offline: dict[str, list[Path]] = {}  # followed collections whose folders are not there
-        self._looking = (
-            asyncio.Lock()
-        )  # one look at the folders at a time: the last one asked answers last
+        # one look at the folders at a time: the last one asked answers last
+        self._looking = asyncio.Lock()
         self.folders = FolderFollower(
             self.rescan, lambda: self.ingesting, self._look
         )  # watched folders
@@ -238,9 +237,8 @@ class LibraryController(QObject):
         asked = self._refresh_asked
         async with self._refreshing:
             library = self._library
-            if (
-                library is None or self._refresh_read >= asked
-            ):  # a read that began after the ask answered it
+            # a read that began after the ask answered it
+            if library is None or self._refresh_read >= asked:
                 return
             reading = self._refresh_asked
             collections = await library.collections()

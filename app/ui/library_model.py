@@ -62,9 +62,8 @@ NAME_ROLE = Qt.ItemDataRole.UserRole + 2  # the collection's name (a document's:
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3  # a document's id
 PATH_ROLE = Qt.ItemDataRole.UserRole + 4  # a document's path (as the ingest progress lists use it)
 INDEXING_ROLE = Qt.ItemDataRole.UserRole + 5  # the row's indexing state, while it is being indexed
-OFFLINE_ROLE = (
-    Qt.ItemDataRole.UserRole + 6
-)  # a collection's sentence of its folders not there (None: there)
+# a collection's sentence of its folders not there (None: there)
+OFFLINE_ROLE = Qt.ItemDataRole.UserRole + 6
 OFFLINE_MARK = "folder offline"
 DESCRIPTION_TOOLTIP = (
     "Double-click to edit the description (the research engine reads it to route questions)"
@@ -344,9 +343,8 @@ class LibraryModel(QAbstractItemModel):
                 self._changed_documents(item, changed_from, row - 1)
             if row < stop:  # a run of new rows starts here (the kept rows are in wanted's order)
                 end = row + 1
-                limit = (
-                    len(wanted) if row >= item.fetched else row + ROWS_AT_ONCE
-                )  # unseen rows: all at once
+                # unseen rows: all at once
+                limit = len(wanted) if row >= item.fetched else row + ROWS_AT_ONCE
                 while end < limit and wanted[end].doc_id not in current_set:
                     end += 1
                 self._insert_documents(item, row, wanted[row:end])

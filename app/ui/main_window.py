@@ -673,9 +673,8 @@ class MainWindow(QMainWindow):
     def _on_task_error(self, name: str, exc: BaseException) -> None:
         text = str(exc) if isinstance(exc, FathomError) else f"{type(exc).__name__}: {exc}"
         self.errors.append(f"{name}: {text}")
-        if (
-            self._closing
-        ):  # a task that ended after the window closed: its widgets may be gone (it is logged)
+        # a task that ended after the window closed: its widgets may be gone (it is logged)
+        if self._closing:
             return
         self.statusBar().showMessage(f"{name} failed: {text}", 10000)
         show_error(self, f"{name.capitalize()} failed", text)

@@ -83,9 +83,8 @@ def plan_rows(old: Sequence[Hashable], new: Sequence[Hashable]) -> RowPlan:
     left = [key for key in old if key in wanted]  # the rows after those removals
     staying = set(left)
     order = [key for key in new if key in staying]
-    if (
-        order != left
-    ):  # reordered: drop the rows from the first out of place on; they come back as new
+    # reordered: drop the rows from the first out of place on; they come back as new
+    if order != left:
         first = next(row for row, (a, b) in enumerate(zip(order, left, strict=True)) if a != b)
         removed.append(RowRange(first, len(left) - 1))
         staying = set(left[:first])

@@ -196,9 +196,8 @@ class SourceViewer(QDialog):
         self.tabs.setTabToolTip(
             self.tabs.indexOf(self.page_view), plain_tooltip(f"Page {request.page} of {path}")
         )
-        if (
-            self.tabs.currentWidget() is self.page_view
-        ):  # the reader was looking at pages: keep showing them
+        # the reader was looking at pages: keep showing them
+        if self.tabs.currentWidget() is self.page_view:
             self.page_view.load()
 
     def _on_tab_changed(self, _index: int) -> None:

@@ -238,9 +238,8 @@ class ResearchTreeModel(QAbstractItemModel):
             if column == 1 and item.kind == "chunk":
                 return RESULT_TOOLTIP
             text = detail or (label, result, source)[column]
-            return (
-                plain_tooltip(text[:2000]) if text else None
-            )  # chunk text, model output: shown as text
+            # chunk text, model output: shown as text
+            return plain_tooltip(text[:2000]) if text else None
         if role == Qt.ItemDataRole.DecorationRole and column == 0 and status in STATUS_COLOURS:
             return STATUS_COLOURS[status]
         if role == Qt.ItemDataRole.ForegroundRole and status == "irrelevant":

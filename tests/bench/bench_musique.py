@@ -272,9 +272,8 @@ async def run_one(
     if tally is not None:
         tally.clear()
     try:
-        runner = (
-            run_faithful if mode == FAITHFUL else None
-        )  # the benchmark's yardstick, not a product mode
+        # the benchmark's yardstick, not a product mode
+        runner = run_faithful if mode == FAITHFUL else None
         options = {"short_answer": True, "findings": findings}
         async for event in engine.run(
             question["question"], mode=mode, budget=budget, options=options, runner=runner

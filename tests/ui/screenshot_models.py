@@ -34,9 +34,8 @@ def main(out: Path, gguf: Path | None) -> None:
     os.environ.update(HOME=str(home), FATHOM_HOME=str(root / "fathom"), QT_QPA_PLATFORM="offscreen")
     os.environ.pop("XDG_DATA_HOME", None)
     served = FileServer().start()
-    sparse = (
-        root / "sparse.bin"
-    )  # the catalog's size, nothing on disk: the mirror only has to start sending
+    # the catalog's size, nothing on disk: the mirror only has to start sending
+    sparse = root / "sparse.bin"
     with sparse.open("wb") as handle:
         handle.truncate(2_497_280_256)
     served.add(

@@ -93,9 +93,8 @@ def make_window(qapp: Any, qloop: Any, aloop: Any) -> Iterator[Callable[..., Mai
         )
         services = EngineServices(engine)
         window = MainWindow(services)
-        if (
-            library is not None
-        ):  # the library the window opened (not the engine's: it only searches)
+        # the library the window opened (not the engine's: it only searches)
+        if library is not None:
             services.library = library  # type: ignore[assignment]
             window.library_panel.set_library(library)  # type: ignore[arg-type]
         window.show()

@@ -318,9 +318,8 @@ def test_a_gguf_file_on_this_computer_is_added_from_the_dialog_and_used(
     qtbot: Any, aloop: Any, catalog: Path, starter_model_path: Path, tmp_path: Path, link: bool
 ) -> None:
     """Offline, without the terminal or Settings: "Add a GGUF file…", copy or link, use."""
-    elsewhere = (
-        tmp_path / "downloads" / "my-model.gguf"
-    )  # a file the user has, outside every model folder
+    # a file the user has, outside every model folder
+    elsewhere = tmp_path / "downloads" / "my-model.gguf"
     elsewhere.parent.mkdir()
     shutil.copyfile(
         starter_model_path, elsewhere

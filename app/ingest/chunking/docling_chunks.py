@@ -122,9 +122,8 @@ class DoclingChunker:
                 h.strip() for h in (getattr(chunk.meta, "headings", None) or ()) if h and h.strip()
             )
             embed_text = self._chunker.contextualize(chunk)
-            if (
-                self.counter.count(embed_text) > self.max_tokens
-            ):  # non-additive tokenization at joins
+            # non-additive tokenization at joins
+            if self.counter.count(embed_text) > self.max_tokens:
                 embed_text = self.counter.split(embed_text, self.max_tokens)[0]
             pieces.append(
                 ChunkPiece(text=text, embed_text=embed_text, headings=headings, page=page_of(chunk))

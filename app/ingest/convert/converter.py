@@ -80,9 +80,8 @@ class Converter:
                 if depth < MAX_ATTACHMENT_DEPTH
                 else None
             )
-            on_message = (
-                self._report_messages if depth == 0 else None
-            )  # an archive's messages, as OCR's pages
+            # an archive's messages, as OCR's pages
+            on_message = self._report_messages if depth == 0 else None
             return MailReader(
                 self.counter, self.config.max_tokens, read_attachment, on_message
             ).convert(path)

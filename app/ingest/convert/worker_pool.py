@@ -80,9 +80,8 @@ class ConversionPool:
         self._busy: dict[str, _Worker] = {}  # path → the worker reading it
         self._abandoned: set[str] = set()  # paths whose reading was stopped (not to be started)
         self._stopping = threading.Lock()  # _busy and _abandoned change together under it
-        self._start_cancelled = (
-            threading.Event()
-        )  # the warm-up was cancelled: stop waiting for workers
+        # the warm-up was cancelled: stop waiting for workers
+        self._start_cancelled = threading.Event()
 
     @property
     def started(self) -> bool:

@@ -127,15 +127,13 @@ class _Run:
         self.claimed_hashes: dict[str, str] = {}  # content hash -> path indexed in this run
         # a short call goes out only when a core would idle: fewer calls run than the cores the converters leave
         self.batcher = Batcher(short_below=pipeline.embed_workers - pipeline.converters.workers)
-        self.lookahead = (
-            LOOKAHEAD_CALLS * EMBED_BATCH * pipeline.embed_workers
-        )  # chunks converted ahead
+        # chunks converted ahead
+        self.lookahead = LOOKAHEAD_CALLS * EMBED_BATCH * pipeline.embed_workers
         self.unconverted = 0  # files still to be converted (or being converted)
         self._warm_up: asyncio.Task[None] | None = None  # the converter workers starting
         self.embedded: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=4 * WRITE_GROUP)
-        self.wake_embedder = (
-            asyncio.Event()
-        )  # a file converted, a call ended, or none left to convert
+        # a file converted, a call ended, or none left to convert
+        self.wake_embedder = asyncio.Event()
         self.room_ahead = asyncio.Event()  # the embedder took chunks: the converter may go on
 
     async def events(self) -> AsyncGenerator[IngestEvent, None]:

@@ -252,9 +252,8 @@ async def run_mode(ctx: RunContext) -> Report:
                     level="warning",
                     node_id=step.node_id,
                 )
-            if (
-                _key(text) in searched
-            ):  # the same search again: reuse its hits, spend no search call
+            # the same search again: reuse its hits, spend no search call
+            if _key(text) in searched:
                 hits = searched[_key(text)]
                 ctx.emit(SearchFinished(run_id=ctx.run_id, node_id=step.node_id, hits=tuple(hits)))
             else:
