@@ -80,3 +80,23 @@ def test_a_pdf_encrypted_with_an_owner_password_only_is_not_called_damaged(tmp_p
     writer.encrypt("", "owner")
     writer.write(str(tmp_path / "locked.pdf"))
     assert broken_streams(tmp_path / "locked.pdf") == (0, 0)
+
+
+def test_probing_a_large_pdf_for_damage_reads_little_of_it(tmp_path: Path) -> None:
+    """The damage probe maps the file and inflates each stream's first 64 KiB: a 48 MB
+    stream costs no more memory than a small one (it was read whole, and copied)."""
+    import tracemalloc
+
+    big = tmp_path / "big.pdf"
+    with big.open("wb") as handle:
+        handle.write(b"%PDF-1.4\n1 0 obj\n<< /Length 50331648 /Filter /FlateDecode >>\nstream\n")
+        for _ in range(48):
+            handle.write(os.urandom(1024 * 1024))  # not a Flate stream: broken
+        handle.write(b"\nendstream\nendobj\n%%EOF\n")
+    tracemalloc.start()
+    try:
+        assert broken_streams(big) == (1, 1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024, peak

@@ -2,11 +2,13 @@
 a bad download) is often repaired on opening and read in part, its broken pages simply
 empty; without this the user saw "1 of 4 pages read by OCR" and nothing about the damage.
 
-Each Flate-compressed stream is inflated only as far as its first 64 KiB: enough to find
-a broken one, never a decompression bomb's worth."""
+Each Flate-compressed stream is inflated from its first 64 KiB only: enough to find a
+broken one, never a decompression bomb's worth. The file is mapped, not read: a large PDF
+costs no more memory than a small one (it was read whole, and each stream copied)."""
 
 from __future__ import annotations
 
+import mmap
 import re
 import zlib
 from pathlib import Path
@@ -18,8 +20,15 @@ _PROBE = 64 * 1024
 
 def broken_streams(path: Path) -> tuple[int, int]:
     """(Flate streams that cannot be inflated, Flate streams) in the PDF at ``path``."""
-    data = path.read_bytes()
-    if b"/Encrypt" in data:
+    with path.open("rb") as handle:
+        if path.stat().st_size == 0:
+            return 0, 0  # nothing to map
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _broken_streams(data)
+
+
+def _broken_streams(data: mmap.mmap) -> tuple[int, int]:
+    if data.find(b"/Encrypt") >= 0:
         return 0, 0  # encrypted streams (an owner password only) do not inflate as they are
     broken = total = 0
     for match in _STREAM.finditer(data):
@@ -37,7 +46,7 @@ def broken_streams(path: Path) -> tuple[int, int]:
             end = len(data)
         total += 1
         try:
-            zlib.decompressobj().decompress(data[start:end], _PROBE)
+            zlib.decompressobj().decompress(data[start : min(end, start + _PROBE)], _PROBE)
         except zlib.error:
             broken += 1
     return broken, total
