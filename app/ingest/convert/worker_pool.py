@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import psutil
 
@@ -38,8 +38,6 @@ from app.ingest.convert.converter import Converter, ConverterConfig
 from app.ingest.convert.limits import ConvertLimits, crashed, too_long, too_much_memory
 from app.ingest.convert.results import ConvertOutcome
 from app.ingest.file_errors import short_error
-
-T = TypeVar("T")
 
 ExecutorKind = Literal["process", "thread"]
 # (read, to read, unit) of one file; unit: "page" OCR read, "message" of a mail archive, "pdf" text pages
@@ -138,7 +136,7 @@ class ConversionPool:
         a stopped ingest must not wait for them to be ready before it ends."""
         self._start_cancelled.clear()
         try:
-            await _in_daemon_thread(self._start_blocking)
+            await asyncio.to_thread(self._start_blocking)
         except asyncio.CancelledError:
             self._start_cancelled.set()
             raise
@@ -187,7 +185,7 @@ class ConversionPool:
         try:
             if self.kind == "process":
                 try:
-                    outcome, reports_sent = await _in_daemon_thread(self._convert_in_process, key)
+                    outcome, reports_sent = await asyncio.to_thread(self._convert_in_process, key)
                 except asyncio.CancelledError:
                     # stopped (Ctrl+C, SIGTERM, Stop): the file is not waited for, nor its worker
                     self._abandon(key)
@@ -366,35 +364,6 @@ class _Worker:
             self.process.kill()
         self.process.join(timeout=5)
         self.conn.close()
-
-
-async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a daemon thread of its own. A stop does not wait for it:
-    ``asyncio.to_thread``'s threads are waited for when the loop and then the interpreter
-    end, and starting a worker blocks until the new process has read its arguments (its
-    imports first), which held a SIGTERM'd ``fathom ingest`` for over 30 s under load. A
-    worker left starting ends with its parent (:func:`_end_with_parent`)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if done.done():  # cancelled meanwhile: nobody waits for it
-            return
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(result)
-
-    def run() -> None:
-        try:
-            result, error = fn(*args), None
-        except BaseException as exc:  # handed to the awaiting task
-            result, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, result, error)
-
-    threading.Thread(target=run, name="fathom-convert-helper", daemon=True).start()
-    return await done
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
