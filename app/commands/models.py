@@ -94,17 +94,16 @@ def collect_rows(
     settings: Settings, paths: AppPaths, *, ask_ollama: bool = True, refresh: bool = False
 ) -> list[ModelRow]:
     from app.llm.ollama_client import ollama_models_if_running
-    from app.model_files.machine_fit import measure_machine
+    from app.model_files.machine_fit import measure_for_research
     from app.model_files.model_inventory import list_models
 
     catalog = _catalog(settings, paths, refresh=refresh)
     ollama = (
         asyncio.run(ollama_models_if_running(settings.model.ollama.host)) if ask_ollama else None
     )
-    machine = measure_machine(
-        paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads
+    return list_models(
+        settings, paths, catalog, measure_for_research(settings, paths), ollama=ollama
     )
-    return list_models(settings, paths, catalog, machine, ollama=ollama)
 
 
 def _gb(size: int) -> str:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.llm.base import ChatDelta, ChatResult, Message, StructuredResult, collect_stream
 from app.llm.structured import RawReply, harden_schema, structured_with_repair
@@ -27,8 +26,7 @@ Attempt = Callable[[Sequence[Message]], Awaitable[RawReply]]
 Attempts = tuple[Attempt, Sequence[Message]]
 
 
-@dataclass(frozen=True)
-class StructuredAsk:
+class StructuredAsk(NamedTuple):
     """One structured reply asked of a back end: its conversation, its JSON schema
     (already hardened), its temperature and its token budget."""
 

@@ -298,12 +298,7 @@ class LlamaCppModel(ModelBackend):
                 yield ChatDelta(kind="done", usage=payload[0])
 
     async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
-        messages, schema, temperature, budget = (
-            ask.messages,
-            ask.schema,
-            ask.temperature,
-            ask.budget,
-        )
+        messages, schema, temperature, budget = ask
         # Building the grammar imports llama_cpp and walks the schema: off the event loop.
         grammar_text = await asyncio.to_thread(_cached_grammar, json.dumps(schema, sort_keys=True))
 

@@ -159,12 +159,7 @@ class OllamaModel(ModelBackend):
             yield delta
 
     async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
-        messages, schema, temperature, budget = (
-            ask.messages,
-            ask.schema,
-            ask.temperature,
-            ask.budget,
-        )
+        messages, schema, temperature, budget = ask
         options = self._options(temperature, budget, budget)
         guided: list[Message] = [
             {"role": "system", "content": schema_instruction(schema)},

@@ -255,12 +255,7 @@ class OpenAICompatibleModel(ModelBackend):
         return ChatResult(content=reply.content, reasoning=reply.reasoning, usage=reply.usage)
 
     async def _structured_attempts(self, ask: StructuredAsk) -> Attempts:
-        messages, schema, temperature, budget = (
-            ask.messages,
-            ask.schema,
-            ask.temperature,
-            ask.budget,
-        )
+        messages, schema, temperature, budget = ask
 
         async def generate(attempt: Sequence[Message]) -> RawReply:
             if self.json_schema_supported is not False:

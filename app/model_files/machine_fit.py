@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from app.core.paths import AppPaths
+from app.core.settings import Settings
 from app.model_files.machine_speed import Speed
 
 GIB = 1024**3
@@ -80,6 +82,14 @@ def measure_machine(
         speed=machine_speed(cache_dir, research_threads(threads))
         if cache_dir is not None
         else None,
+    )
+
+
+def measure_for_research(settings: Settings, paths: AppPaths) -> Machine:
+    """:func:`measure_machine` for Fathom's models folder, with the speed of research as
+    the settings run it (kept in the cache folder)."""
+    return measure_machine(
+        paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads
     )
 
 

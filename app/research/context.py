@@ -122,7 +122,6 @@ class RunContext:
             self.events,
             self.account,
             options=self.options,
-            prompt_chars=self.prompt_chars,
             embed=library.embed,
             # the research model's verdict is one more vote, unless it is the starter (a 135M
             # model passes nearly every claim); options.model_votes decides for benchmarks

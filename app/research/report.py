@@ -308,7 +308,6 @@ class ReportWriter:
         account: RunAccount,
         *,
         options: RunOptions,
-        prompt_chars: int,
         embed: Embed | None = None,
         model_votes: bool = True,
         earlier_answers: str = "",
@@ -323,7 +322,7 @@ class ReportWriter:
         self.events = events
         self.account = account
         self.options = options
-        self.prompt_chars = prompt_chars
+        self.prompt_chars = options.prompt_chars
         self.text = ""
         self.earlier_answers = (
             earlier_answers  # a follow-up's earlier answers, fenced (app.research.follow_up)

@@ -63,6 +63,3 @@ class RunOptions:
                 f"no run option named {', '.join(unknown)}; the options are {', '.join(names)}"
             )
         return cls(**options)
-
-    def replace(self, **changes: Any) -> RunOptions:
-        return dataclasses.replace(self, **changes)

@@ -35,23 +35,19 @@ from typing import Any
 
 from app.core.errors import StoreError, StoreLocked
 from app.core.models import Chunk
-from app.store.milvus_schema import PROP_DIM, PROP_MODEL, PROP_NAME, row_to_chunk
+from app.store.milvus_schema import (
+    OUTPUT_FIELDS,
+    PROP_DIM,
+    PROP_MODEL,
+    PROP_NAME,
+    row_to_chunk,
+)
 
 log = logging.getLogger(__name__)
 
 MOVING_SUFFIX = ".moving.db"  # in place of ".db": Milvus Lite opens only paths ending in .db
 BACKUP_SUFFIX = ".lite3-backup"
-ROW_FIELDS = (
-    "chunk_id",
-    "doc_id",
-    "collection",
-    "path",
-    "title",
-    "headings",
-    "page",
-    "chunk_no",
-    "text",
-)
+ROW_FIELDS = tuple(OUTPUT_FIELDS)  # what a row of the vector store holds, vector aside
 BATCH_ROWS = 2048
 
 

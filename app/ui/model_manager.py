@@ -77,16 +77,12 @@ def build_inventory(
 ) -> Inventory:
     """The list (blocking: reads GGUF headers, the catalog file, the machine's memory)."""
     from app.model_files.catalog import load_catalog
-    from app.model_files.machine_fit import measure_machine
+    from app.model_files.machine_fit import measure_for_research
     from app.model_files.model_inventory import list_models
 
     paths = services.paths
     catalog = load_catalog(services_settings.models.catalog, cache_dir=paths.cache_dir)
-    machine = measure_machine(
-        paths.models_dir,
-        cache_dir=paths.cache_dir,
-        threads=services_settings.model.llamacpp.n_threads,
-    )
+    machine = measure_for_research(services_settings, paths)
     rows = list_models(services_settings, paths, catalog, machine, ollama=ollama)
     return Inventory(rows, catalog, machine, ollama is not None)
 

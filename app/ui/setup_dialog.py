@@ -315,14 +315,12 @@ class SetupDialog(SettingsForm):
 def _recommendation(services: Services) -> tuple[Any, CatalogEntry | None, Any]:
     """(the recommended model's row, its catalog entry, the machine) — blocking."""
     from app.model_files.catalog import load_catalog
-    from app.model_files.machine_fit import measure_machine
+    from app.model_files.machine_fit import measure_for_research
     from app.model_files.model_inventory import list_models, recommend
 
     settings, paths = services.settings, services.paths
     catalog = load_catalog(settings.models.catalog, cache_dir=paths.cache_dir)
-    machine = measure_machine(
-        paths.models_dir, cache_dir=paths.cache_dir, threads=settings.model.llamacpp.n_threads
-    )
+    machine = measure_for_research(settings, paths)
     entry = recommend(catalog, machine)
     if entry is None:
         return None, None, machine
