@@ -45,6 +45,18 @@ def _converter_when(
     raise AssertionError(f"no converter {when}")
 
 
+def _stacks(ingest: subprocess.Popen[str]) -> str:
+    """Every thread's stack of a process that did not end (it was started with
+    PYTHONFAULTHANDLER=1, so SIGABRT prints them), and what it wrote to stderr."""
+    ingest.send_signal(signal.SIGABRT)
+    try:
+        _out, err = ingest.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # a worker still holds the pipe
+        ingest.kill()
+        _out, err = ingest.communicate()
+    return err[-8000:]
+
+
 def _command(process: psutil.Process) -> list[str]:
     try:
         return process.cmdline()
@@ -63,7 +75,8 @@ def test_no_conversion_process_outlives_its_ingest(
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "nest.html").write_bytes(nested_divs_html(100_000))  # minutes of reading
-    env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home")}
+    # faulthandler: a SIGABRT makes the process print every thread's stack (see below)
+    env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home"), "PYTHONFAULTHANDLER": "1"}
     ingest = subprocess.Popen(
         [*INSTALLED, "ingest", str(docs), "--collection", "deep"],
         env=env,
@@ -76,7 +89,10 @@ def test_no_conversion_process_outlives_its_ingest(
         ingest.send_signal(how)
         # the pipes reach their end only once no process holds them: a worker that lived on
         # held the terminal's output open (a script waiting for it hung)
-        _out, err = ingest.communicate(timeout=30)
+        try:
+            _out, err = ingest.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"not ended 30 s after {how.name}; where it was:\n{_stacks(ingest)}")
         _gone, alive = psutil.wait_procs(family, timeout=10)
         assert alive == [], [(p.pid, p.name()) for p in alive]
         if how == signal.SIGTERM:  # stopped as Ctrl+C stops it
