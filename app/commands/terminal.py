@@ -1,5 +1,5 @@
 """What every subcommand shares on the terminal: paths and durations written short, and
-Ctrl+C turned into a sentence and exit status 130."""
+Ctrl+C or SIGTERM turned into a sentence and exit status 130."""
 
 from __future__ import annotations
 
@@ -8,17 +8,48 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 
 def run_until_interrupted(work: Coroutine[Any, Any, int], stopped: str) -> int:
     """Run a subcommand's coroutine; on Ctrl+C, or SIGTERM (a service manager, ``kill``),
-    which stops it the same way, print ``stopped`` (what is kept, what to do) and return 130."""
-    previous = _term_as_interrupt()
+    print ``stopped`` (what is kept, what to do) and return 130.
+
+    SIGTERM cancels the work as asyncio's Ctrl+C does (its clean-up runs), by a handler of
+    its own rather than by raising SIGINT: a command started in the background by a script
+    or ``nohup`` ignores SIGINT, and there a SIGTERM turned into SIGINT did nothing."""
+    terminated = False
+
+    async def until_terminated() -> int:
+        nonlocal terminated
+        main = asyncio.current_task()
+        assert main is not None
+        loop = asyncio.get_running_loop()
+
+        def terminate() -> None:
+            nonlocal terminated
+            if terminated:  # a second SIGTERM: stop at once, as a second Ctrl+C does
+                raise KeyboardInterrupt
+            terminated = True
+            main.cancel()
+
+        handled = _on_term(loop, terminate)
+        try:
+            return await work
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    previous = signal.getsignal(signal.SIGTERM) if _can_handle_signals() else None
     try:
-        return asyncio.run(work)
+        return asyncio.run(until_terminated())
     except KeyboardInterrupt:
+        print(f"\n{stopped}", file=sys.stderr)
+        return 130
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
         print(f"\n{stopped}", file=sys.stderr)
         return 130
     finally:
@@ -26,16 +57,20 @@ def run_until_interrupted(work: Coroutine[Any, Any, int], stopped: str) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _term_as_interrupt() -> Any:
-    """Have SIGTERM interrupt this process as Ctrl+C does (asyncio then cancels the work and
-    its clean-up runs); the handler it replaces, or None where it could not be set."""
-    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
-        return None
+def _can_handle_signals() -> bool:
+    return sys.platform != "win32" and threading.current_thread() is threading.main_thread()
 
-    def interrupt(_signum: int, _frame: object) -> None:
-        os.kill(os.getpid(), signal.SIGINT)
 
-    return signal.signal(signal.SIGTERM, interrupt)
+def _on_term(loop: asyncio.AbstractEventLoop, terminate: Callable[[], None]) -> bool:
+    """Call ``terminate`` on the loop at SIGTERM; whether it could be set (not on Windows,
+    nor outside the main thread)."""
+    if not _can_handle_signals():
+        return False
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True
 
 
 def format_duration(seconds: float) -> str:

@@ -64,14 +64,37 @@ def _command(process: psutil.Process) -> list[str]:
         return []
 
 
+def _ignore_ctrl_c() -> None:
+    """What a shell does to a command it starts in the background (``fathom ingest … &`` in
+    a script, ``nohup``): Ctrl+C (SIGINT) is ignored, and stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="kill -9 and SIGTERM are POSIX signals")
-@pytest.mark.parametrize("when", ["starting", "busy"])
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+@pytest.mark.parametrize(
+    ("how", "when", "background"),
+    [
+        (signal.SIGKILL, "starting", False),
+        (signal.SIGKILL, "busy", False),
+        (signal.SIGTERM, "starting", False),
+        (signal.SIGTERM, "busy", False),
+        # before, SIGTERM was turned into a SIGINT, which such a command ignores: it went on
+        (signal.SIGTERM, "busy", True),
+    ],
+    ids=[
+        "kill-9-starting",
+        "kill-9-busy",
+        "sigterm-starting",
+        "sigterm-busy",
+        "sigterm-background",
+    ],
+)
 def test_no_conversion_process_outlives_its_ingest(
-    tmp_path: Path, how: signal.Signals, when: str
+    tmp_path: Path, how: signal.Signals, when: str, background: bool
 ) -> None:
     """Stopped while its converter starts (SIGTERM then waited for it to be ready: 30 s
-    and more on a loaded machine) or while it reads a file that takes minutes."""
+    and more on a loaded machine) or while it reads a file that takes minutes; and SIGTERM
+    stops a command started in the background, which ignores Ctrl+C."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "nest.html").write_bytes(nested_divs_html(100_000))  # minutes of reading
@@ -79,6 +102,7 @@ def test_no_conversion_process_outlives_its_ingest(
     env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home"), "PYTHONFAULTHANDLER": "1"}
     ingest = subprocess.Popen(
         [*INSTALLED, "ingest", str(docs), "--collection", "deep"],
+        preexec_fn=_ignore_ctrl_c if background else None,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

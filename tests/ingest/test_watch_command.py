@@ -86,6 +86,42 @@ def test_watch_follows_a_folder_and_stops_cleanly_on_ctrl_c(
     assert "birds.txt" in capsys.readouterr().out
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is a POSIX signal")
+def test_sigterm_stops_watch_started_in_the_background(
+    tmp_path: Path, fathom_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service manager's or a script's ``kill``: the command was started in the background,
+    so it ignores Ctrl+C (before, SIGTERM was turned into that ignored SIGINT: it watched on)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "harbour.txt").write_text("The harbour wall is granite.\n", encoding="utf-8")
+    assert main(["ingest", str(folder), "-c", "notes", "--quiet"]) == 0
+    capsys.readouterr()
+
+    def ignore_ctrl_c() -> None:  # what a shell does to `fathom watch &` in a script
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    env = {**os.environ, "FATHOM_HOME": str(fathom_home), "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "app", "watch"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        preexec_fn=ignore_ctrl_c,
+    ) as process:
+        try:
+            lines = Lines(process)
+            lines.wait_for("Collection 'notes': 0 indexed (0 new chunks), 1 unchanged")
+            process.send_signal(signal.SIGTERM)
+            lines.wait_for("Stopped at once.")
+            assert process.wait(timeout=WAIT_S) == 130
+        finally:
+            if process.poll() is None:
+                process.kill()
+            lines.wait_for_end()
+
+
 def test_a_collection_turned_off_is_not_watched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
