@@ -94,16 +94,22 @@ def collapse_loops(text: str) -> str:
 def strip_echo(text: str) -> str:
     """A model reply without prompt structure or HTML a small model may have written
     (the question block, document and other tags, the withheld-passage note), and without
-    sentences that repeat an earlier one (or a cut-off start of one), and with a loop
+    sentences or lines that repeat an earlier one (or a cut-off start of one), and with a loop
     of one short thing said once (:func:`collapse_loops`)."""
     text = _ECHO_QUESTION.sub("", collapse_loops(text))
     text = _CUT_FENCE.sub("", _ECHO_TAG.sub("", text)).replace(WITHHELD, "")
     seen: set[str] = set()
+    seen_lines: set[str] = set()
     lines = []
     for line in text.splitlines():
         if not line.strip():
             lines.append("")
             continue
+        whole = _sentence_key(line)
+        if len(whole) >= MIN_REPEATED_LINE and not line.lstrip().startswith(("|", "#")):
+            if whole in seen_lines:
+                continue  # a short line said again between others ("C# (Microsoft) [2]")
+            seen_lines.add(whole)
         kept = []
         for sentence in _SENTENCE_SPLIT.split(line.strip())[::2]:
             key = _sentence_key(sentence)
@@ -116,6 +122,12 @@ def strip_echo(text: str) -> str:
         if kept:
             lines.append(line[: len(line) - len(line.lstrip())] + " ".join(kept))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+# a line said again is dropped from this length (a sentence from 20 characters: a short one
+# may well recur inside a line, a line of its own over 12 characters is a loop); table rows
+# and headings are structure, kept
+MIN_REPEATED_LINE = 12
 
 
 def _sentence_key(sentence: str) -> str:

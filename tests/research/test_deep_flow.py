@@ -257,6 +257,34 @@ async def test_a_reply_that_loops_within_a_sentence_is_cut_and_said_once() -> No
     assert "the same, the same, the same" not in final.report.markdown
 
 
+async def test_a_line_written_again_between_new_lines_is_in_the_report_once() -> None:
+    # the starter wrote "C# (Microsoft) [2]" five times between other lines (the guard,
+    # which cuts three repeats in a row, let them through; repeated sentences were dropped
+    # from 20 characters): each copy was counted as a supported sentence
+    interleaved = (
+        "Milvus is an open-source vector database [1].\n\n"
+        "C# (Microsoft) [2]\n\n"
+        "It supports hybrid search with BM25 [2].\n\n"
+        "C# (Microsoft) [2]\n\n"
+        "Milvus Lite runs in a Python process [2].\n\n"
+        "C# (Microsoft) [2]\n\n"
+        "c#  (Microsoft) [1]\n\n"
+        "| C# | Microsoft |\n| C# | Microsoft |\n\n"  # short table rows are kept
+        "Yes [1].\n\nYes [1].\n"  # and short lines
+    )
+    model = ScriptedModel({"citation_check": ALL_SUPPORTED}, text=interleaved)
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick")
+    )
+    final = events[-1]
+    assert isinstance(final, Finished), final
+    body = final.report.markdown.split("###")[0]
+    assert body.lower().count("c# (microsoft) [") == 1, body
+    assert body.count("| C# | Microsoft |") == 2, body
+    assert body.count("Yes [") == 2, body
+    assert "Milvus Lite runs in a Python process" in body
+
+
 async def test_unknown_mode_and_empty_question_fail_with_a_sentence() -> None:
     engine = ResearchEngine(ScriptedModel(script()), MemoryLibrary(list(MILVUS_CHUNKS)))
     events = await collect(engine.run(QUESTION, mode="nonsense"))
