@@ -72,7 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="follow_up",
         default=None,
         metavar="RUN_ID",
-        help="ask a follow-up question of that run (from `fathom history`; a unique prefix is enough)",
+        help=(
+            "ask a follow-up question of that run (from `fathom history`; a unique prefix "
+            "is enough; `last`: the latest run)"
+        ),
     )
     parser.add_argument(
         "--table-out",

@@ -80,7 +80,7 @@ def add_run_id_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run_id",
         metavar="RUN_ID",
-        help="a run id from `fathom history` (a unique prefix is enough)",
+        help="a run id from `fathom history` (a unique prefix is enough), or `last`",
     )
 
 

@@ -40,6 +40,7 @@ from app.store.sqlite_errors import open_error
 log = logging.getLogger(__name__)
 
 RUNS = "research_runs"
+LAST_RUN = "last"  # the run id that names the latest run (`fathom show last`)
 HISTORY_DAMAGED_HINT = (
     "Move it away to start an empty library; the documents will need to be added again "
     "and past runs are lost."
@@ -348,7 +349,10 @@ class RunStore:
         return [_summary(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunSummary | None:
-        """A run by id, or by a unique prefix of its id."""
+        """A run by id, by a unique prefix of its id, or the latest run (``last``)."""
+        if run_id == LAST_RUN:
+            latest = self.list_runs(limit=1)
+            return latest[0] if latest else None
         rows = list(self.db.query(f"SELECT * FROM {RUNS} WHERE run_id = ?", [run_id]))
         if not rows:
             rows = list(

@@ -78,6 +78,9 @@ async def test_history_lists_runs_and_show_prints_the_report(
 
     assert main(["show", "20260101-000001-bbbbbb"]) == 0
     assert "The run failed: The model went away." in capsys.readouterr().out
+    assert main(["show", "last"]) == 0  # the latest run, without copying its id
+    out = capsys.readouterr().out
+    assert "run 20260101-000001-bbbbbb" in out and "The run failed" in out
 
     assert main(["show", "20260101-000000-aaaaaa", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -93,6 +96,8 @@ async def test_history_lists_runs_and_show_prints_the_report(
 def test_history_when_empty(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["history"]) == 0
     assert "No research runs yet" in capsys.readouterr().out
+    assert main(["show", "last"]) == 1
+    assert "No research run 'last'" in capsys.readouterr().err
 
 
 async def test_history_writes_run_off_the_event_loop_thread(
