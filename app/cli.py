@@ -88,9 +88,30 @@ def main(argv: list[str] | None = None) -> int:
         return run_app()
     from app.store.lock import holder_named
 
-    with holder_named(f"'fathom {args.command}' in a terminal"):
-        status: int = _command_module(args.command).run(args)
+    try:
+        with holder_named(f"'fathom {args.command}' in a terminal"):
+            status: int = _command_module(args.command).run(args)
+    except BrokenPipeError:
+        # what reads the output stopped early (`fathom show last | head`): as any Unix
+        # command, end quietly, without a traceback
+        _quiet_stdout()
+        return SIGPIPE_STATUS
     return status
+
+
+SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a command ended so
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush at exit
+    does not fail on the closed pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -91,6 +95,24 @@ async def test_history_lists_runs_and_show_prints_the_report(
 
     assert main(["show", "nope"]) == 1
     assert "No research run 'nope'" in capsys.readouterr().err
+
+
+def test_show_piped_into_a_reader_that_stops_early_ends_without_a_traceback() -> None:
+    """`fathom show last | head -3`: head closes the pipe; before, Python's BrokenPipeError
+    traceback followed the report's first lines."""
+    asyncio.run(record("20260101-000000-aaaaaa", SCRIPT))
+    show = subprocess.Popen(
+        [sys.executable, "-m", "app", "show", "last"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert show.stdout is not None
+    show.stdout.close()  # the reader is gone before the command writes its first line
+    _out, err = show.communicate(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert show.returncode == 141
 
 
 def test_history_when_empty(capsys: pytest.CaptureFixture[str]) -> None:
