@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    # `fathom models` alone lists them, as `fathom models list` does
+    parser.set_defaults(json=False, no_ollama=False, refresh=False)
+    sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
     listing = sub.add_parser("list", help="models on this machine and recommended ones")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.add_argument(
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from app.core.errors import FathomError
 
     try:
-        if args.models_command == "list":
+        if args.models_command in (None, "list"):
             return _list(args)
         if args.models_command == "download":
             return _download(args)

@@ -109,6 +109,8 @@ def test_download_use_ask_and_remove_a_model_from_the_command_line(
     assert "about 15 s" in next(
         line for line in table.stdout.splitlines() if "Tiny research model" in line
     )
+    alone = fathom("models")  # a newcomer's first try: the same list
+    assert alone.returncode == 0 and alone.stdout == table.stdout, alone.stderr
 
     # a download whose bytes do not match the catalog's sha256 is refused and leaves nothing
     corrupt = fathom("models", "download", "corrupt")
