@@ -120,6 +120,7 @@ async def _ask(args: argparse.Namespace) -> int:
 
     from app.commands.library_access import resolve_names
     from app.core.codec import to_jsonable
+    from app.core.collection_names import no_such_collection
     from app.core.errors import FathomError
     from app.core.events import Failed, Finished, event_to_dict
     from app.core.models import Scope
@@ -180,9 +181,8 @@ async def _ask(args: argparse.Namespace) -> int:
             scope = Scope(collections=tuple(args.collections))
         unknown = [c for c in args.collections if c not in known]
         if unknown:
-            listing = ", ".join(sorted(known)) or "none yet"
             print(
-                f"No collection named {', '.join(unknown)}. Collections: {listing}. "
+                f"{no_such_collection(unknown, known)} "
                 "Add documents with `fathom ingest PATH --collection NAME`.",
                 file=err,
             )

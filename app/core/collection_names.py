@@ -51,3 +51,13 @@ def resolve(name: str, existing: Iterable[str]) -> str:
         return name
     matches = [n for n in names if key(n) == key(name)]
     return matches[0] if len(matches) == 1 else name
+
+
+def no_such_collection(missing: Sequence[str], known: Iterable[str]) -> str:
+    """The one sentence for names that are no collection, with the collections there are
+    (the search, the research run and the commands say it alike)."""
+    listing = ", ".join(sorted(known)) or "none yet"
+    if len(missing) == 1:
+        return f"There is no collection named '{missing[0]}' (collections: {listing})."
+    names = ", ".join(f"'{name}'" for name in missing)
+    return f"There are no collections named {names} (collections: {listing})."

@@ -12,6 +12,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
+from app.core.collection_names import no_such_collection
 from app.core.errors import CollectionNotFound
 from app.core.ids import doc_id_of_chunk, make_chunk_id
 from app.core.models import Chunk, DocumentStatus, Hit
@@ -55,10 +56,7 @@ class Retriever:
         else:
             missing = [n for n in collections if n not in known]
             if missing:
-                listing = ", ".join(sorted(known)) or "none yet"
-                raise CollectionNotFound(
-                    f"There is no collection named '{missing[0]}' (collections: {listing})."
-                )
+                raise CollectionNotFound(no_such_collection(missing, known))
             names = list(dict.fromkeys(collections))
         names = [n for n in names if known[n].chunks > 0]
         if not names:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import sqlite_utils
 
+from app.core.collection_names import no_such_collection
 from app.core.errors import CollectionNotFound
 from app.core.models import Collection, Document, DocumentStatus, IngestCounts
 from app.store.sqlite_errors import open_error
@@ -208,10 +209,8 @@ class Catalog:
     def require_collection(self, name: str) -> Collection:
         found = self.collection(name)
         if found is None:
-            names = ", ".join(c.name for c in self.collections()) or "none yet"
-            raise CollectionNotFound(
-                f"There is no collection named '{name}' (collections: {names})."
-            )
+            known = [c.name for c in self.collections()]
+            raise CollectionNotFound(no_such_collection([name], known))
         return found
 
     def collections(self) -> list[Collection]:

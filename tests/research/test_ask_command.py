@@ -47,11 +47,11 @@ def test_ask_refuses_an_empty_library_and_an_unknown_collection(
     ingest(shared_data / "milvus-docs" / "about" / "limitations.md", "docs")
     assert run_ask(["What is Milvus?", "--collection", "nope"]) == 2
     err = capsys.readouterr().err
-    assert "No collection named nope. Collections: docs." in err
+    assert "There is no collection named 'nope' (collections: docs)." in err
     # the options before the question, as people type them; one name a flag
     assert run_ask(["-c", "docs", "--collection", "gone", "What is Milvus?"]) == 2
     err = capsys.readouterr().err
-    assert "No collection named gone. Collections: docs." in err
+    assert "There is no collection named 'gone' (collections: docs)." in err
 
 
 def test_ask_prints_a_cited_report_and_the_run_as_json(
