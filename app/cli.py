@@ -64,6 +64,9 @@ def _command_module(name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(f"app.commands.{name}")
 
 
+SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a command ended so
+
+
 def main(argv: list[str] | None = None) -> int:
     _setup_environment()
     args = build_parser().parse_args(argv)
@@ -97,9 +100,6 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_stdout()
         return SIGPIPE_STATUS
     return status
-
-
-SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a command ended so
 
 
 def _quiet_stdout() -> None:

@@ -14,6 +14,13 @@ INSTALLED = (str(Path(sys.executable).parent / "fathom"),)
 MODULE = (sys.executable, "-m", "app.cli")
 
 
+def in_the_background(command: Sequence[str]) -> list[str]:
+    """``command`` as a shell starts it in the background (``fathom … &`` in a script,
+    ``nohup``): with Ctrl+C (SIGINT) ignored, which stays ignored across exec. ``sh`` sets
+    it and execs the command (same pid), rather than a ``preexec_fn`` (see :func:`run_fathom`)."""
+    return ["sh", "-c", 'trap "" INT && exec "$@"', "sh", *command]
+
+
 def run_fathom(
     *args: str,
     env: Mapping[str, str] | None = None,

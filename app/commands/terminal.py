@@ -44,11 +44,8 @@ def run_until_interrupted(work: Coroutine[Any, Any, int], stopped: str) -> int:
     previous = signal.getsignal(signal.SIGTERM) if _can_handle_signals() else None
     try:
         return asyncio.run(until_terminated())
-    except KeyboardInterrupt:
-        print(f"\n{stopped}", file=sys.stderr)
-        return 130
-    except asyncio.CancelledError:
-        if not terminated:
+    except (KeyboardInterrupt, asyncio.CancelledError) as stop:
+        if isinstance(stop, asyncio.CancelledError) and not terminated:
             raise
         print(f"\n{stopped}", file=sys.stderr)
         return 130

@@ -91,6 +91,13 @@ def collapse_loops(text: str) -> str:
     return _LOOP.sub(lambda m: m.group(1) + "…" if _is_loop(m) else m.group(0), text)
 
 
+# a repeat is dropped from these lengths (without citations): a short sentence may well
+# recur inside a line, but a line of its own said again is a loop; table rows and headings
+# are structure, kept as written
+MIN_REPEATED_SENTENCE = 20
+MIN_REPEATED_LINE = 12
+
+
 def strip_echo(text: str) -> str:
     """A model reply without prompt structure or HTML a small model may have written
     (the question block, document and other tags, the withheld-passage note), and without
@@ -114,20 +121,15 @@ def strip_echo(text: str) -> str:
         for sentence in _SENTENCE_SPLIT.split(line.strip())[::2]:
             key = _sentence_key(sentence)
             unfinished = not sentence.rstrip().endswith((".", "!", "?", ":"))
-            if (len(key) >= 20 and key in seen) or (key and unfinished and _is_prefix(key, seen)):
+            long_enough = len(key) >= MIN_REPEATED_SENTENCE
+            if (long_enough and key in seen) or (key and unfinished and _is_prefix(key, seen)):
                 continue  # a repeat, or a cut-off start of a repeat
-            if len(key) >= 20:
+            if long_enough:
                 seen.add(key)
             kept.append(sentence.strip())
         if kept:
             lines.append(line[: len(line) - len(line.lstrip())] + " ".join(kept))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-# a line said again is dropped from this length (a sentence from 20 characters: a short one
-# may well recur inside a line, a line of its own over 12 characters is a loop); table rows
-# and headings are structure, kept
-MIN_REPEATED_LINE = 12
 
 
 def _sentence_key(sentence: str) -> str:

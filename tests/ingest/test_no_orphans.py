@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from fathom_process import INSTALLED
+from fathom_process import INSTALLED, in_the_background
 from hostile_corpus import nested_divs_html
 from ingest_files import paths_in
 
@@ -64,12 +64,6 @@ def _command(process: psutil.Process) -> list[str]:
         return []
 
 
-def _ignore_ctrl_c() -> None:
-    """What a shell does to a command it starts in the background (``fathom ingest … &`` in
-    a script, ``nohup``): Ctrl+C (SIGINT) is ignored, and stays ignored across exec."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="kill -9 and SIGTERM are POSIX signals")
 @pytest.mark.parametrize(
     ("how", "when", "background"),
@@ -100,9 +94,9 @@ def test_no_conversion_process_outlives_its_ingest(
     (docs / "nest.html").write_bytes(nested_divs_html(100_000))  # minutes of reading
     # faulthandler: a SIGABRT makes the process print every thread's stack (see below)
     env = {**os.environ, "FATHOM_HOME": str(tmp_path / "home"), "PYTHONFAULTHANDLER": "1"}
+    command = [*INSTALLED, "ingest", str(docs), "--collection", "deep"]
     ingest = subprocess.Popen(
-        [*INSTALLED, "ingest", str(docs), "--collection", "deep"],
-        preexec_fn=_ignore_ctrl_c if background else None,
+        in_the_background(command) if background else command,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

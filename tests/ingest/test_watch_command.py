@@ -3,15 +3,18 @@ while it runs, turns a collection off and on, and Ctrl+C stops it cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fathom_process import in_the_background
 
 from app.cli import main
 
@@ -46,6 +49,29 @@ class Lines:
                 return line
 
 
+@contextlib.contextmanager
+def watching(
+    fathom_home: Path, *, background: bool = False
+) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
+    """A running ``fathom watch`` and its stderr's lines; killed at the end if it still runs."""
+    command = [sys.executable, "-m", "app", "watch"]
+    env = {**os.environ, "FATHOM_HOME": str(fathom_home), "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(
+        in_the_background(command) if background else command,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as process:
+        lines = Lines(process)
+        try:
+            yield process, lines
+        finally:
+            if process.poll() is None:
+                process.kill()
+            lines.wait_for_end()
+
+
 def test_watch_follows_a_folder_and_stops_cleanly_on_ctrl_c(
     tmp_path: Path, fathom_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -57,30 +83,18 @@ def test_watch_follows_a_folder_and_stops_cleanly_on_ctrl_c(
     assert main(["ingest", str(folder), "-c", "notes", "--quiet"]) == 0
     capsys.readouterr()
 
-    command = [sys.executable, "-m", "app", "watch"]
-    env = {**os.environ, "FATHOM_HOME": str(fathom_home), "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(
-        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
-    ) as process:
-        try:
-            lines = Lines(process)
-            lines.wait_for("Watching notes. Ctrl+C stops.")
-            lines.wait_for(
-                "Collection 'notes': 0 indexed (0 new chunks), 1 unchanged"
-            )  # the catch-up
-            (folder / "birds.txt").write_text(
-                "A marmoset escaped from the ship's cabin.\n", encoding="utf-8"
-            )
-            lines.wait_for(f"indexed   {folder / 'birds.txt'}")
-            lines.wait_for("Collection 'notes': 1 indexed")
-            process.send_signal(signal.SIGINT)
-            lines.wait_for("Stopping after the re-scan in progress")
-            lines.wait_for("Stopped watching.")
-            assert process.wait(timeout=WAIT_S) == 0
-        finally:
-            if process.poll() is None:
-                process.kill()
-            lines.wait_for_end()
+    with watching(fathom_home) as (process, lines):
+        lines.wait_for("Watching notes. Ctrl+C stops.")
+        lines.wait_for("Collection 'notes': 0 indexed (0 new chunks), 1 unchanged")  # the catch-up
+        (folder / "birds.txt").write_text(
+            "A marmoset escaped from the ship's cabin.\n", encoding="utf-8"
+        )
+        lines.wait_for(f"indexed   {folder / 'birds.txt'}")
+        lines.wait_for("Collection 'notes': 1 indexed")
+        process.send_signal(signal.SIGINT)
+        lines.wait_for("Stopping after the re-scan in progress")
+        lines.wait_for("Stopped watching.")
+        assert process.wait(timeout=WAIT_S) == 0
 
     assert main(["search", "marmoset", "-c", "notes", "--mode", "bm25"]) == 0
     assert "birds.txt" in capsys.readouterr().out
@@ -98,28 +112,11 @@ def test_sigterm_stops_watch_started_in_the_background(
     assert main(["ingest", str(folder), "-c", "notes", "--quiet"]) == 0
     capsys.readouterr()
 
-    def ignore_ctrl_c() -> None:  # what a shell does to `fathom watch &` in a script
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    env = {**os.environ, "FATHOM_HOME": str(fathom_home), "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(
-        [sys.executable, "-m", "app", "watch"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        preexec_fn=ignore_ctrl_c,
-    ) as process:
-        try:
-            lines = Lines(process)
-            lines.wait_for("Collection 'notes': 0 indexed (0 new chunks), 1 unchanged")
-            process.send_signal(signal.SIGTERM)
-            lines.wait_for("Stopped at once.")
-            assert process.wait(timeout=WAIT_S) == 130
-        finally:
-            if process.poll() is None:
-                process.kill()
-            lines.wait_for_end()
+    with watching(fathom_home, background=True) as (process, lines):
+        lines.wait_for("Collection 'notes': 0 indexed (0 new chunks), 1 unchanged")
+        process.send_signal(signal.SIGTERM)
+        lines.wait_for("Stopped at once.")
+        assert process.wait(timeout=WAIT_S) == 130
 
 
 def test_a_collection_turned_off_is_not_watched(
