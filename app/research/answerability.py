@@ -9,9 +9,15 @@ hold the answer, judged without the writer:
   found is about something else;
 - no sentence found is close in meaning to the question (cosine of the library's
   embedding model below :data:`MIN_SIMILARITY` for every sentence, titled): the
-  passages are on neighbouring subjects only.
+  passages are on neighbouring subjects only;
+- the passages name the question's subject (its most specific name, see
+  :mod:`app.research.subject`) only in passing: none is about it (the name in its
+  document's title or heading), and every sentence that names it is far in meaning
+  from the question (cosine below :data:`MIN_SUBJECT_SIMILARITY`). Asked "What country was the author of Brand a
+  citizen of?" of a library without the play, the search finds "Brand" in sentences
+  on other things; the answer written from them would be a near miss.
 
-Measured over MuSiQue questions 20–99 (a probe of the run's hits, with and without the
+The first two were measured over MuSiQue questions 20–99 (a probe of the run's hits, with and without the
 questions' supporting paragraphs): the two signals say "not answered" for 0.84 of the
 questions whose passages were withheld, and for 0.12 of those asked of the whole
 library — nearly all of them questions whose search missed a supporting paragraph
@@ -34,11 +40,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.research.claim_check import Embed, ground
+from app.research.subject import Titled, about, held, subject
 
 NOT_ANSWERED = "The passages found do not answer this question."
 # below this cosine (MiniLM) between the question and every titled sentence found, the
 # passages are on neighbouring subjects only
 MIN_SIMILARITY = 0.44
+# below this cosine between the question and every sentence that names its subject (where
+# no passage is about it), the name is only mentioned in passing; lower than
+# MIN_SIMILARITY: a multi-hop question's other words pull its cosine down (measured on
+# MuSiQue questions 20–99, tests/bench/bench_answerability.py: the sentences naming the
+# subject of an answerable question came no lower than 0.30)
+MIN_SUBJECT_SIMILARITY = 0.25
 MAX_SENTENCES = 400  # embedded per judgement (a deep run finds a few dozen passages)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -58,11 +71,16 @@ class Answerability:
 
 
 def judge(
-    question: str, passages: Sequence[Found | str], similarity: float | None = None
+    question: str,
+    passages: Sequence[Found | str],
+    similarity: float | None = None,
+    subject_similarity: float | None = None,
 ) -> Answerability:
     """Whether the run's ``passages`` (everything it found) can answer ``question``;
     ``similarity``: the question's cosine to the nearest sentence found (None: not
-    measured, see :func:`nearest`)."""
+    measured, see :func:`nearest`); ``subject_similarity``: to the nearest sentence
+    naming the question's subject where no passage is about it (None: not measured or
+    not needed, see :func:`nearest_naming_subject`)."""
     if not passages:
         return Answerability(False, "No passage was found relevant to it.")
     found = [p if isinstance(p, Found) else Found("", p) for p in passages]
@@ -76,7 +94,14 @@ def judge(
         return Answerability(False, f"None of them mentions {named}.")
     if similarity is not None and similarity < MIN_SIMILARITY:
         return Answerability(False, "None of them says anything close to what it asks.")
+    if subject_similarity is not None and subject_similarity < MIN_SUBJECT_SIMILARITY:
+        named = ", ".join(f"“{n}”" for n in sorted(subject(question, _titled(found)))[:3])
+        return Answerability(False, f"None of them is about {named}: they name it only in passing.")
     return Answerability(True)
+
+
+def _titled(found: Sequence[Found]) -> list[Titled]:
+    return [Titled(p.title, p.text) for p in found]
 
 
 def _sentences(found: Sequence[Found]) -> list[str]:
@@ -91,7 +116,25 @@ def _sentences(found: Sequence[Found]) -> list[str]:
 async def nearest(question: str, found: Sequence[Found], embed: Embed | None) -> float | None:
     """The question's cosine to the nearest sentence of ``found`` (each led by its
     document's title), or None without an embedding model (or when it fails)."""
-    sentences = _sentences(found)
+    return await _nearest(question, _sentences(found), embed)
+
+
+async def nearest_naming_subject(
+    question: str, found: Sequence[Found], embed: Embed | None
+) -> float | None:
+    """The question's cosine to the nearest sentence of ``found`` that names the
+    question's subject (each led by its document's title), when none of ``found`` is
+    about it; None when one is about it, the question names no subject ``found``
+    holds, no whole sentence names it, or without an embedding model."""
+    titled = _titled(found)
+    names = subject(question, titled)
+    if not names or any(about(question, names, p) for p in titled):
+        return None
+    naming = [s for s in _sentences(found) if held(question, names, s)]
+    return await _nearest(question, naming, embed)
+
+
+async def _nearest(question: str, sentences: Sequence[str], embed: Embed | None) -> float | None:
     if embed is None or not sentences:
         return None
     try:

@@ -13,14 +13,24 @@ flagged).
 An uncited sentence gains citations here only when its names and numbers are all
 found, so a hedge such as "the documents do not say who founded Publix" is not
 cited to the passage that merely mentions Publix unless it holds them all.
+
+After the check, :func:`cite_chain` has each sentence that states the short answer,
+and that the check supports, cite the passages the answer rests on (the quotes, see
+:mod:`app.research.quote_choice`): the chain from the question's subject to the
+answer. A small model's answer sentence cites the passage it took the answer from and
+leaves out the link that leads there ("… was Stanley Hall [2]", the journal's
+publisher in [1]). A sentence judged against more passages can only gain support, so
+its verdict stands for the passages added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
+from app.core.models import Citation
 from app.research import citations as cit
 from app.research.claim_check import ground
+from app.research.quote_choice import holds
 
 MAX_ADDED = 2  # passages added to one sentence
 
@@ -73,6 +83,33 @@ def cite_names(markdown: str, sources: Sequence[tuple[int, str]]) -> tuple[str, 
         if not extra or (not sentence.numbers and missing):
             return text
         added += len(extra)
+        return cit.with_citations(sentence, text, extra)
+
+    return cit.map_sentences(markdown, cite), added
+
+
+CHAIN_NOTE = "supported (with the passages its answer rests on)"
+
+
+def cite_chain(
+    markdown: str, answer: str, chain: Sequence[int], supported: Collection[str]
+) -> tuple[str, list[Citation]]:
+    """``markdown`` with each prose sentence that holds ``answer`` and whose claim is in
+    ``supported`` (the check's supported sentences) also citing the passages of ``chain``
+    it does not cite; returns the text and the citations added (supported, as their
+    sentence is)."""
+    added: list[Citation] = []
+    if not answer or not chain:
+        return markdown, added
+
+    def cite(sentence: cit.Sentence, text: str) -> str:
+        claim = sentence.claim
+        if claim not in supported or not holds(answer, claim):
+            return text
+        extra = [n for n in chain if n not in sentence.numbers]
+        if not extra:
+            return text
+        added.extend(Citation(n, claim, True, CHAIN_NOTE) for n in extra)
         return cit.with_citations(sentence, text, extra)
 
     return cit.map_sentences(markdown, cite), added

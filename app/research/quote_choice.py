@@ -4,19 +4,24 @@ The writer's findings step picks the passages the answer rests on, but a small m
 picks nearly all it is shown: measured on MuSiQue (Qwen2.5-0.5B, deep), 5.9 passages
 quoted a report and 0.27 of them the gold supporting passages. The noise looks like
 evidence. A picked passage stays quoted under the report only when something other
-than the pick ties it to the answer:
+than the pick ties it to the answer, along the chain the answer follows:
 
-- a sentence of the report cites it (after :mod:`app.research.name_citations`: the
-  passages its names come from);
-- it holds the question's most specific name — of the question's names the picked
-  passages hold, the one the fewest of them hold (the chain's first link is *about*
-  what the question names; "Johnnycake, West Virginia" asks about Johnnycake, and a
-  passage on West Virginia alone does not count);
-- it holds the short answer, where the run gives one (the chain's last link).
+- the chain starts at the passages *about* the question's most specific name (of the
+  question's names the picked passages hold, the one the fewest of them hold:
+  "Johnnycake, West Virginia" asks about Johnnycake, and a passage on West Virginia
+  alone does not count): those whose title holds it where any does, else those that
+  hold it at all (see :mod:`app.research.subject`);
+- a passage a sentence of the report cites, when the claim check did not flag that
+  sentence (a flagged sentence is no ground to quote), and it is tied to the start: it
+  names the other's title or the other names its own, or both hold a name the question
+  does not (the bridge: "… published by the American Psychological Association" and
+  "Hall, the first president of the American Psychological Association");
+- a passage that holds the short answer (the chain's last link), tied so to a passage
+  kept above.
 
 The others stay in the report's evidence, listed under "Also consulted". When none is
-tied so (no names, nothing cited), the pick stands: the model's choice is then all
-there is to go on.
+tied so, the passages the report's flagged sentences cite are quoted, and failing those
+the pick stands: the model's choice is then all there is to go on.
 
 Pure functions of the texts; no model call.
 """
@@ -28,6 +33,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from app.research.claim_check import fold, ground
+from app.research.subject import Titled, about, most_specific, names_held, question_names
+from app.research.writer_evidence import mentions, title_name
 
 MIN_ANSWER_CHARS = 3  # a shorter answer ("no", "3") is found by chance in any passage
 
@@ -41,48 +48,74 @@ class Picked:
     text: str
 
 
-def question_names(question: str) -> tuple[str, ...]:
-    """The names and numbers the question itself holds (its first word, often a verb, is
-    not taken for a name)."""
-    grounding = ground(question, "", lone_opener=False)
-    return (*grounding.missing_names, *grounding.missing_numbers)
-
-
-def _names_held(question: str, names: Collection[str], passage: Picked) -> set[str]:
-    grounding = ground(question, f"{passage.title}\n{passage.text}", lone_opener=False)
-    return set(names) - {*grounding.missing_names, *grounding.missing_numbers}
-
-
-def _most_specific(held: Sequence[set[str]]) -> set[str]:
-    """Of the names some passage holds, those the fewest passages hold."""
-    counts: dict[str, int] = {}
-    for names in held:
-        for name in names:
-            counts[name] = counts.get(name, 0) + 1
-    fewest = min(counts.values(), default=0)
-    return {name for name, count in counts.items() if count == fewest}
-
-
-def _holds(answer: str, passage: Picked) -> bool:
+def holds(answer: str, text: str) -> bool:
+    """Whether ``text`` holds ``answer`` as whole words (case, accents and a full stop
+    aside; an answer under :data:`MIN_ANSWER_CHARS` is never looked for)."""
     words = " ".join(fold(answer).split()).strip(" .")
     if len(words) < MIN_ANSWER_CHARS:
         return False
-    text = " ".join(fold(f"{passage.title} {passage.text}").split())
-    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text, re.IGNORECASE) is not None
+    folded = " ".join(fold(text).split())
+    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", folded, re.IGNORECASE) is not None
+
+
+def _holds(answer: str, passage: Picked) -> bool:
+    return holds(answer, f"{passage.title} {passage.text}")
+
+
+def _words(text: str) -> set[str]:
+    return set(fold(text).lower().replace("'s", " ").split())
+
+
+def _names(passage: Picked, asked: Collection[str]) -> set[str]:
+    """The names ``passage`` holds (title included) that the question does not, nor a
+    part of one of its names ("Kenji" of "Akinoshu Kenji")."""
+    grounding = ground(f"{passage.title}\n{passage.text}", "", lone_opener=False)
+    words = set().union(*(_words(a) for a in asked))
+    return {n for n in grounding.missing_names if not _words(n) <= words}
+
+
+def _tied(a: Picked, b: Picked, asked: Collection[str]) -> bool:
+    """Whether two passages are links of one chain: one names the other's title, or
+    both hold a name the question does not (the bridge). A title the question itself
+    names ties nothing: every passage that mentions the subject would be tied to it."""
+    if a.number == b.number:
+        return True
+    words = set().union(*(_words(n) for n in asked))
+    for one, other in ((a, b), (b, a)):
+        if not _words(title_name(other.title)) <= words and mentions(one.text, other.title):
+            return True
+    return bool(_names(a, asked) & _names(b, asked))
 
 
 def rested_on(
-    question: str, picked: Sequence[Picked], cited: Collection[int], answer: str = ""
+    question: str,
+    picked: Sequence[Picked],
+    cited: Collection[int],
+    answer: str = "",
+    cited_flagged: Collection[int] = (),
 ) -> list[int]:
-    """The numbers of ``picked`` (in their order) to quote: those the report's
-    sentences cite (``cited``), that hold the most specific name of ``question`` or
-    hold ``answer``; all of them when none does."""
-    names = question_names(question)
-    held = [_names_held(question, names, p) if names else set() for p in picked]
-    specific = _most_specific(held)
-    kept = [
-        p.number
-        for p, own in zip(picked, held, strict=True)
-        if p.number in cited or own & specific or (answer and _holds(answer, p))
-    ]
-    return kept or [p.number for p in picked]
+    """The numbers of ``picked`` (in their order) to quote: the passages about the
+    question's most specific name, those the report's unflagged sentences cite
+    (``cited``) and those that hold ``answer``, each tied to the chain (see the module's
+    text). When none is, those its flagged sentences cite (``cited_flagged``), else all."""
+    asked = question_names(question)
+    holding = [names_held(question, asked, Titled(p.title, p.text)) for p in picked]
+    specific = most_specific(holding)
+    starts = [p for p, own in zip(picked, holding, strict=True) if own & specific]
+    starts = [p for p in starts if about(question, specific, Titled(p.title, p.text))] or starts
+    keep = {p.number for p in starts}
+    for p in picked:
+        if p.number in cited and (not starts or any(_tied(p, s, asked) for s in starts)):
+            keep.add(p.number)
+    kept = [p for p in picked if p.number in keep]
+    # an answer the question itself holds ("Euro" for "which currency predated the Euro")
+    # marks no link of the chain
+    ends = answer and not holds(answer, question)
+    for p in picked:
+        if ends and _holds(answer, p) and (not kept or any(_tied(p, k, asked) for k in kept)):
+            keep.add(p.number)
+    return (
+        [p.number for p in picked if p.number in keep]
+        or [p.number for p in picked if p.number in cited_flagged]
+        or [p.number for p in picked]
+    )

@@ -33,7 +33,7 @@ from app.research.citation_check import check_citations
 from app.research.claim_check import ClaimCheck, Embed, check_claims, with_model_vote
 from app.research.evidence import EvidenceRegistry
 from app.research.model_calls import ModelCalls
-from app.research.name_citations import cite_names
+from app.research.name_citations import cite_chain, cite_names
 from app.research.quote_choice import Picked, rested_on
 from app.research.run_events import RunEvents
 from app.research.run_options import RunOptions
@@ -441,7 +441,14 @@ class ReportWriter:
         if found:  # the meaning check embeds every sentence found: a second or so
             self.events.phase(phases.CHECK, phases.WEIGHING, node_id=REPORT_NODE)
         near = await answerability.nearest(self.question, found, self.embed) if found else None
-        answerable = answerability.judge(self.question, found, near) if found else None
+        near_subject = (
+            await answerability.nearest_naming_subject(self.question, found, self.embed)
+            if found
+            else None
+        )
+        answerable = (
+            answerability.judge(self.question, found, near, near_subject) if found else None
+        )
         if answerable is not None and not answerable.answered:
             body = answerability.lead(answerable) + "\n\n" + body
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
@@ -459,7 +466,13 @@ class ReportWriter:
                 answer_from = self._answer_sources(body, [n for n, _ in sources], checked)
                 answer = await self._short_answer(trusted, answer_from)
         if findings:
-            body = self._quote_rested_on(body, findings, answer if says_it else "")
+            body, chained = self._quote_rested_on(
+                body, findings, answer if says_it else "", checked
+            )
+            for citation in chained:
+                self.events.emit(CitationChecked(run_id=run_id, citation=citation))
+            checked += chained
+            _statuses(self.evidence, chained)
         markdown, evidence, citations, support = finish_report(
             head + body,
             self.evidence.all(),
@@ -553,21 +566,40 @@ class ReportWriter:
                 quotes.append((n, " ".join(text.split())))
         return quotes
 
-    def _quote_rested_on(self, body: str, findings: Sequence[tuple[int, str]], answer: str) -> str:
+    def _quote_rested_on(
+        self,
+        body: str,
+        findings: Sequence[tuple[int, str]],
+        answer: str,
+        checked: Sequence[Citation],
+    ) -> tuple[str, list[Citation]]:
         """``body`` quoting only the findings the answer rests on (see
-        :mod:`app.research.quote_choice`); the others become "also consulted"."""
+        :mod:`app.research.quote_choice`; the others become "also consulted"), its
+        sentences that state ``answer`` citing them (see :func:`cite_chain`); returns
+        the body and the citations added."""
         listed = findings_section(findings)
         if listed not in body:
-            return body
-        prose = body.split(listed, 1)[0]
+            return body, []
+        prose, after = body.split(listed, 1)
         picked = [Picked(n, _title(self.evidence, n), self.evidence.text(n)) for n, _ in findings]
-        keep = set(rested_on(self.question, picked, set(cit.cited_numbers(prose)), answer))
-        if len(keep) == len(findings):
-            return body
-        self.events.notice(
-            f"Quoted {len(keep)} of the {len(findings)} passages picked: those the answer rests on."
-        )
-        return body.replace(listed, findings_section([f for f in findings if f[0] in keep]))
+        # a flagged sentence is no ground to quote what it cites (see quote_choice)
+        sound = set(cit.cited_numbers(cit.without_flagged(prose)))
+        keep = rested_on(self.question, picked, sound, answer, set(cit.cited_numbers(prose)))
+        supported = {c.sentence for c in checked if c.supported is not False} - {
+            c.sentence for c in checked if c.supported is False
+        }
+        prose, chained = cite_chain(prose, answer, keep, supported)
+        if chained:
+            self.events.notice(
+                f"Cited the passages the answer rests on in {len({c.sentence for c in chained})} "
+                "sentence(s) stating it."
+            )
+        if len(keep) < len(findings):
+            self.events.notice(
+                f"Quoted {len(keep)} of the {len(findings)} passages picked: those the answer rests on."
+            )
+        quoted = findings_section([f for f in findings if f[0] in set(keep)])
+        return prose + quoted + after, chained
 
     def _answer_sources(
         self, body: str, shown: Sequence[int], checked: Sequence[Citation]

@@ -45,16 +45,16 @@ def _content(text: str) -> set[str]:
     return {w for w in words(text) if w not in STOPWORDS and len(w) > 2}
 
 
-def _name(title: str) -> str:
+def title_name(title: str) -> str:
     """A title as a name to look for in text: a trailing "(…)" dropped ("Green (Steve
     Hillage album)" → "Green"), spaces collapsed."""
     return " ".join(re.sub(r"\s*\([^)]*\)\s*$", "", title).split())
 
 
-def _mentions(text: str, title: str) -> bool:
+def mentions(text: str, title: str) -> bool:
     """Whether ``text`` names ``title`` as a whole phrase, in the title's own case (a
     name, "Green", and not the word "green")."""
-    name = _name(title)
+    name = title_name(title)
     if len(name) < MIN_TITLE_CHARS or not _content(name):
         return False
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", " ".join(text.split())) is not None
@@ -62,7 +62,7 @@ def _mentions(text: str, title: str) -> bool:
 
 def linked(a: Passage, b: Passage) -> bool:
     """Whether one of the two passages names the other (a hop of a chain)."""
-    return _mentions(a.text, b.title) or _mentions(b.text, a.title)
+    return mentions(a.text, b.title) or mentions(b.text, a.title)
 
 
 def _overlap(question: set[str], passage: Passage) -> int:
@@ -138,7 +138,7 @@ def chain_focus(number: int, passages: Sequence[Passage], chosen: Sequence[int])
     if me is None:
         return ""
     return " ".join(
-        _name(by_number[n].title).lower()
+        title_name(by_number[n].title).lower()
         for n in chosen
         if n != number and n in by_number and linked(me, by_number[n])
     )

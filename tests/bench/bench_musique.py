@@ -195,6 +195,10 @@ class Record:
     abstained: bool = False  # the report says the documents do not answer the question
     withheld: bool = False  # asked of an index without the question's supporting paragraphs
     report: str = ""  # the report's Markdown, to read where the evidence was lost
+    # the report's evidence numbers → corpus paragraphs, and the numbers its findings step
+    # picked (what the quotes were chosen from): to replay the choice of quotes offline
+    numbered: list[tuple[int, int]] = field(default_factory=list)
+    picked: list[int] = field(default_factory=list)
 
     @property
     def recall_retrieved(self) -> float:
@@ -301,6 +305,12 @@ async def run_one(
                     event.report, getattr(event.report, "written_from", ())
                 )
                 record.used = paragraphs_of(event.report, getattr(event.report, "answer_from", ()))
+                record.numbered = [
+                    (e.number, para)
+                    for e in event.report.evidence
+                    if (para := paragraph_of(e.path)) is not None
+                ]
+                record.picked = list(getattr(event.report, "answer_from", ()))
                 support = event.report.support or sentence_support(
                     event.report.markdown, event.report.citations
                 )

@@ -104,3 +104,58 @@ async def test_a_picked_passage_nothing_ties_to_the_answer_is_consulted_not_quot
     # the short answer read both picks, as the writer did
     answer_prompt = next(c for c in model.calls if c.task == "short_answer").messages[-1]["content"]
     assert "stores embeddings" in answer_prompt
+
+
+async def test_the_sentence_stating_the_answer_cites_the_chain_it_rests_on() -> None:
+    import dataclasses
+    import re
+
+    journal = dataclasses.replace(
+        make_chunk(
+            "journal",
+            "The Journal of Psychotherapy Integration is a peer-reviewed academic journal "
+            "published by the American Psychological Association.",
+        ),
+        title="Journal of Psychotherapy Integration",
+    )
+    hall = dataclasses.replace(
+        make_chunk(
+            "hall",
+            "Stanley Hall, the first president of the American Psychological Association, "
+            "viewed adolescence as a time of turmoil.",
+        ),
+        title="Adolescence",
+    )
+    rapper = make_chunk("rapper", "Signmark is a Finnish rapper, the first deaf artist signed.")
+    question = (
+        "Who was the first president of the association that publishes the "
+        "Journal of Psychotherapy Integration?"
+    )
+
+    def write(messages: list[Any], schema: Any) -> str:
+        # the writer cites the passage it took the name from, not the link that leads there
+        prompt = messages[-1]["content"]
+        number = re.search(r'<document id="(\d+)"[^>]*>[^<]*Stanley Hall', prompt)
+        assert number, prompt
+        return f"The association's first president was Stanley Hall [{number.group(1)}]."
+
+    script = {**base_script({"sources": [1, 2, 3]}), "judge": {"relevant": [1, 2, 3]}}
+    script["short_answer"] = {"answer": "Stanley Hall"}
+    model = ScriptedModel(script, text=write)
+    events = await collect(
+        ResearchEngine(model, MemoryLibrary([rapper, journal, hall])).run(
+            question, options={**OPTIONS, "bridge_queries": False}
+        )
+    )
+    final = events[-1]
+    assert isinstance(final, Finished), final
+    by_chunk = {e.chunk_id: e.number for e in final.report.evidence}
+    prose = final.report.markdown.split("### What the sources say")[0]
+    cited = {int(n) for n in re.findall(r"\d+", prose.split("Stanley Hall", 1)[1])}
+    # the answer's sentence now cites the journal's passage too: the chain's first link
+    assert cited == {by_chunk["journal"], by_chunk["hall"]}, final.report.markdown
+    quotes = [line for line in final.report.markdown.splitlines() if line.startswith("> “")]
+    assert len(quotes) == 2 and not any("Signmark" in q for q in quotes)
+    added = [c for c in final.report.citations if c.number == by_chunk["journal"]]
+    assert added and all(c.supported for c in added)
+    assert any(isinstance(e, Notice) and "sentence(s) stating it" in e.message for e in events)

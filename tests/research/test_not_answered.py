@@ -9,7 +9,15 @@ from pathlib import Path
 from scripted import MILVUS_CHUNKS, MemoryLibrary, ScriptedModel, collect, make_chunk, verdicts
 
 from app.core.events import Finished
-from app.research.answerability import MIN_SIMILARITY, NOT_ANSWERED, Found, judge, nearest
+from app.research.answerability import (
+    MIN_SIMILARITY,
+    MIN_SUBJECT_SIMILARITY,
+    NOT_ANSWERED,
+    Found,
+    judge,
+    nearest,
+    nearest_naming_subject,
+)
 from app.research.citations import sentences, split_report
 from app.research.engine import ResearchEngine
 
@@ -85,6 +93,33 @@ async def test_passages_on_other_subjects_only_do_not_answer_a_question_without_
     assert not verdict.answered and "close to what it asks" in verdict.reason
     assert judge(question, on_topic, close).answered
     assert await nearest(question, on_topic, None) is None  # no embedding model: words only
+
+
+async def test_passages_naming_the_subject_only_in_passing_do_not_answer() -> None:
+    embed = MemoryLibrary([]).embed  # the real embedding model (MiniLM)
+    question = "What country was the author of Brand a citizen of?"
+    author = Found("Henrik Ibsen", "The author Henrik Ibsen was a citizen of Norway.")
+    shoes = Found("Shoes", "Nike sells every Brand of running shoe at its outlet in Oregon.")
+    play = Found("Brand (play)", "Brand is a verse tragedy in five acts by Henrik Ibsen.")
+    passing = await nearest_naming_subject(question, [author, shoes], embed)
+    assert passing is not None and passing < MIN_SUBJECT_SIMILARITY
+    verdict = judge(question, [author, shoes], None, passing)
+    assert not verdict.answered and verdict.reason == (
+        "None of them is about “Brand”: they name it only in passing."
+    )
+    # a passage about it (its title names it): nothing to measure, answered
+    assert await nearest_naming_subject(question, [author, shoes, play], embed) is None
+    assert judge(question, [author, shoes, play]).answered
+    # a sentence on the subject close to the question is no passing mention
+    on_subject = Found(
+        "Plays", "Brand, a play by the Norwegian author Henrik Ibsen, a citizen of Norway."
+    )
+    close = await nearest_naming_subject(question, [author, on_subject], embed)
+    assert close is not None and close >= MIN_SUBJECT_SIMILARITY
+    assert judge(question, [author, on_subject], None, close).answered
+    # no embedding model, or no name in the question: not measured
+    assert await nearest_naming_subject(question, [author, shoes], None) is None
+    assert await nearest_naming_subject("who wrote the play?", [author, shoes], embed) is None
 
 
 def test_a_question_that_opens_with_a_verb_is_not_asking_about_that_word() -> None:

@@ -66,5 +66,53 @@ def test_a_passage_holding_only_the_questions_broader_name_is_not_quoted() -> No
     )
     assert question_names(question) == ("Johnnycake", "West Virginia")
     assert rested_on(question, [state, johnnycake, another], cited=set()) == [1]
-    # the broader name still counts where no passage holds a narrower one
-    assert rested_on(question, [state, another], cited=set()) == [2, 3]
+    # the broader name still counts where no passage holds a narrower one, and of those
+    # that hold it, the one whose title holds it is about it ("Virginia" is not)
+    assert rested_on(question, [state, another], cited=set()) == [3]
+
+
+BRAND = "What country was the author of Brand a citizen of?"
+PLAY = Picked(1, "Brand (play)", "Brand is a verse tragedy in five acts by Henrik Ibsen.")
+IBSEN = Picked(2, "Henrik Ibsen", "Henrik Ibsen was a Norwegian playwright, born in Skien, Norway.")
+ADVERT = Picked(3, "Advertising", "A Brand manager tends the image of a product in Norway.")
+SHOES = Picked(4, "Nike", "Nike is an American maker of shoes.")
+
+
+def test_a_passage_about_the_subject_starts_the_chain_not_one_naming_it_in_passing() -> None:
+    assert rested_on(BRAND, [ADVERT, PLAY, SHOES], cited=set()) == [1]
+    # no passage about it: every one that names it
+    assert rested_on(BRAND, [ADVERT, SHOES], cited=set()) == [3]
+
+
+def test_a_cited_or_answering_passage_is_quoted_only_when_tied_to_the_chain() -> None:
+    # the play names Ibsen, Ibsen's passage holds the answer: both links quoted
+    assert rested_on(BRAND, [SHOES, PLAY, IBSEN, ADVERT], cited=set(), answer="Norway") == [1, 2]
+    # the advert holds "Norway" too, but is tied to nothing kept
+    assert rested_on(BRAND, [ADVERT, PLAY], cited=set(), answer="Norway") == [1]
+    # cited by an unflagged sentence but unrelated to the subject's passage: not quoted
+    assert rested_on(BRAND, [SHOES, PLAY, IBSEN], cited={4, 2}) == [1, 2]
+
+
+def test_passages_sharing_a_name_the_question_does_not_hold_are_tied() -> None:
+    # the journal's passage and Hall's share "American Psychological Association"
+    assert rested_on(QUESTION, [PARK, JOURNAL, HALL], cited={2, 3}) == [1, 2]
+    # a part of the question's own name ("Kenji" of "Akinoshu Kenji") ties nothing
+    question = "What kind of plane dropped the bomb on Akinoshu Kenji's birthplace?"
+    wrestler = Picked(1, "Akinoshu Kenji", "Akinoshu Kenji is a sumo wrestler born in Hiroshima.")
+    other = Picked(2, "Kenji Fujimori", "Kenji Fujimori is a Peruvian politician.")
+    assert rested_on(question, [wrestler, other], cited={2}) == [1]
+
+
+def test_an_answer_the_question_holds_marks_no_link() -> None:
+    question = "What currency predated the Euro in the country Signmark is from?"
+    signmark = Picked(1, "Signmark", "Signmark is a Finnish rapper.")
+    greece = Picked(2, "Greece", "Greece adopted the Euro in 2001.")
+    assert rested_on(question, [signmark, greece], cited=set(), answer="Euro") == [1]
+
+
+def test_a_flagged_sentence_is_no_ground_to_quote_what_it_cites() -> None:
+    nameless = "who was the first president of the association that publishes the journal?"
+    # cited only by a flagged sentence: not quoted where something else is
+    assert rested_on(nameless, PICKED, cited={2}, cited_flagged={2, 3}) == [2]
+    # nothing else: what the flagged sentences cite, before the whole pick
+    assert rested_on(nameless, PICKED, cited=set(), cited_flagged={3}) == [3]
