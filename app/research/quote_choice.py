@@ -66,25 +66,36 @@ def _words(text: str) -> set[str]:
     return set(fold(text).lower().replace("'s", " ").split())
 
 
-def _names(passage: Picked, asked: Collection[str]) -> set[str]:
-    """The names ``passage`` holds (title included) that the question does not, nor a
-    part of one of its names ("Kenji" of "Akinoshu Kenji")."""
-    grounding = ground(f"{passage.title}\n{passage.text}", "", lone_opener=False)
-    words = set().union(*(_words(a) for a in asked))
-    return {n for n in grounding.missing_names if not _words(n) <= words}
+class _Chain:
+    """Which picked passages are links of one chain, for one question."""
 
+    def __init__(self, asked: Collection[str]) -> None:
+        # the words of the question's own names: a name or title made of them ties nothing
+        # (every passage that mentions the subject would be tied to it, "Kenji" of
+        # "Akinoshu Kenji" to every Kenji)
+        self._asked = set().union(*(_words(a) for a in asked))
+        self._names: dict[int, set[str]] = {}
 
-def _tied(a: Picked, b: Picked, asked: Collection[str]) -> bool:
-    """Whether two passages are links of one chain: one names the other's title, or
-    both hold a name the question does not (the bridge). A title the question itself
-    names ties nothing: every passage that mentions the subject would be tied to it."""
-    if a.number == b.number:
-        return True
-    words = set().union(*(_words(n) for n in asked))
-    for one, other in ((a, b), (b, a)):
-        if not _words(title_name(other.title)) <= words and mentions(one.text, other.title):
+    def _names_of(self, passage: Picked) -> set[str]:
+        """The names ``passage`` holds (title included) that are not the question's."""
+        if passage.number not in self._names:
+            grounding = ground(f"{passage.title}\n{passage.text}", "", lone_opener=False)
+            self._names[passage.number] = {
+                n for n in grounding.missing_names if not _words(n) <= self._asked
+            }
+        return self._names[passage.number]
+
+    def tied(self, a: Picked, b: Picked) -> bool:
+        """Whether one of the two names the other's title, or both hold a name the
+        question does not (the bridge)."""
+        if a.number == b.number:
             return True
-    return bool(_names(a, asked) & _names(b, asked))
+        for one, other in ((a, b), (b, a)):
+            if not _words(title_name(other.title)) <= self._asked and mentions(
+                one.text, other.title
+            ):
+                return True
+        return bool(self._names_of(a) & self._names_of(b))
 
 
 def rested_on(
@@ -103,16 +114,17 @@ def rested_on(
     specific = most_specific(holding)
     starts = [p for p, own in zip(picked, holding, strict=True) if own & specific]
     starts = [p for p in starts if about(question, specific, Titled(p.title, p.text))] or starts
+    chain = _Chain(asked)
     keep = {p.number for p in starts}
     for p in picked:
-        if p.number in cited and (not starts or any(_tied(p, s, asked) for s in starts)):
+        if p.number in cited and (not starts or any(chain.tied(p, s) for s in starts)):
             keep.add(p.number)
     kept = [p for p in picked if p.number in keep]
     # an answer the question itself holds ("Euro" for "which currency predated the Euro")
     # marks no link of the chain
     ends = answer and not holds(answer, question)
     for p in picked:
-        if ends and _holds(answer, p) and (not kept or any(_tied(p, k, asked) for k in kept)):
+        if ends and _holds(answer, p) and (not kept or any(chain.tied(p, k) for k in kept)):
             keep.add(p.number)
     return (
         [p.number for p in picked if p.number in keep]
