@@ -585,8 +585,8 @@ class ReportWriter:
         # a flagged sentence is no ground to quote what it cites (see quote_choice)
         sound = set(cit.cited_numbers(cit.without_flagged(prose)))
         keep = rested_on(self.question, picked, sound, answer, set(cit.cited_numbers(prose)))
-        supported = {c.sentence for c in checked if c.supported is not False} - {
-            c.sentence for c in checked if c.supported is False
+        supported = {c.sentence for c in checked if c.supported is True} - {
+            c.sentence for c in checked if c.supported is not True
         }
         prose, chained = cite_chain(prose, answer, keep, supported)
         if chained:
