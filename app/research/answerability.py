@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.research.claim_check import Embed, ground
-from app.research.subject import Titled, about, held, subject
+from app.research.subject import about, held, subject
 
 NOT_ANSWERED = "The passages found do not answer this question."
 # below this cosine (MiniLM) between the question and every titled sentence found, the
@@ -95,13 +95,9 @@ def judge(
     if similarity is not None and similarity < MIN_SIMILARITY:
         return Answerability(False, "None of them says anything close to what it asks.")
     if subject_similarity is not None and subject_similarity < MIN_SUBJECT_SIMILARITY:
-        named = ", ".join(f"“{n}”" for n in sorted(subject(question, _titled(found)))[:3])
+        named = ", ".join(f"“{n}”" for n in sorted(subject(question, found))[:3])
         return Answerability(False, f"None of them is about {named}: they name it only in passing.")
     return Answerability(True)
-
-
-def _titled(found: Sequence[Found]) -> list[Titled]:
-    return [Titled(p.title, p.text) for p in found]
 
 
 def _sentences(found: Sequence[Found]) -> list[str]:
@@ -126,9 +122,8 @@ async def nearest_naming_subject(
     question's subject (each led by its document's title), when none of ``found`` is
     about it; None when one is about it, the question names no subject ``found``
     holds, no whole sentence names it, or without an embedding model."""
-    titled = _titled(found)
-    names = subject(question, titled)
-    if not names or any(about(question, names, p) for p in titled):
+    names = subject(question, found)
+    if not names or any(about(question, names, p) for p in found):
         return None
     naming = [s for s in _sentences(found) if held(question, names, s)]
     return await _nearest(question, naming, embed)

@@ -33,7 +33,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from app.research.claim_check import fold, ground
-from app.research.subject import Titled, about, most_specific, names_held, question_names
+from app.research.subject import about, most_specific, names_held, question_names
 from app.research.writer_evidence import mentions, title_name
 
 MIN_ANSWER_CHARS = 3  # a shorter answer ("no", "3") is found by chance in any passage
@@ -110,10 +110,10 @@ def rested_on(
     (``cited``) and those that hold ``answer``, each tied to the chain (see the module's
     text). When none is, those its flagged sentences cite (``cited_flagged``), else all."""
     asked = question_names(question)
-    holding = [names_held(question, asked, Titled(p.title, p.text)) for p in picked]
+    holding = [names_held(question, asked, p) for p in picked]
     specific = most_specific(holding)
     starts = [p for p, own in zip(picked, holding, strict=True) if own & specific]
-    starts = [p for p in starts if about(question, specific, Titled(p.title, p.text))] or starts
+    starts = [p for p in starts if about(question, specific, p)] or starts
     chain = _Chain(asked)
     keep = {p.number for p in starts}
     for p in picked:

@@ -17,17 +17,20 @@ at all (:mod:`app.research.answerability`).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from typing import Protocol
 
 from app.research.claim_check import ground
 
 
-@dataclass(frozen=True)
-class Titled:
-    """A passage as the subject sees it: its document's title (or heading) and its text."""
+class Titled(Protocol):
+    """A passage as the subject sees it: its document's title (or heading) and its text
+    (answerability's Found, quote_choice's Picked)."""
 
-    title: str
-    text: str
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 def question_names(question: str) -> tuple[str, ...]:
