@@ -319,14 +319,17 @@ class RunContext:
         open_questions: Sequence[str] = (),
         answer: str = "",
         preface: str = "",
+        chained: bool = False,
     ) -> Report:
-        """Write the cited Markdown report (see :mod:`app.research.report`)."""
+        """Write the cited Markdown report (see :mod:`app.research.report`);
+        ``chained``: the evidence was found hop by hop, as deep's rounds find it."""
         return await self.report.write(
             view=self.source_view,
             guidance=guidance,
             open_questions=[*open_questions, *self.open_questions],
             answer=answer,
             preface=preface,
+            chained=chained,
         )
 
     def partial_report(self, note: str) -> Report:

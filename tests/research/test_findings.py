@@ -159,3 +159,23 @@ async def test_the_sentence_stating_the_answer_cites_the_chain_it_rests_on() -> 
     added = [c for c in final.report.citations if c.number == by_chunk["journal"]]
     assert added and all(c.supported for c in added)
     assert any(isinstance(e, Notice) and "sentence(s) stating it" in e.message for e in events)
+
+
+async def test_deep_asks_the_writer_to_cite_a_whole_chain_and_quick_does_not() -> None:
+    """Deep's rounds find a chain hop by hop: its writer is told a sentence cites every
+    passage of the chain it follows; quick's writer is not (a 0.5B writer then lists
+    titles instead of answering, README's *Measured*)."""
+    systems = {}
+    for mode in ("deep", "quick"):
+
+        def findings(messages: list[Any], schema: dict[str, Any]) -> Any:
+            return {"sources": schema["properties"]["sources"]["items"]["enum"][:2]}
+
+        model = ScriptedModel(base_script(findings), text="Milvus is a vector database [1].")
+        library = MemoryLibrary(list(MILVUS_CHUNKS))
+        events = await collect(ResearchEngine(model, library).run(QUESTION, mode=mode))
+        assert isinstance(events[-1], Finished)
+        writer = [c for c in model.calls if c.kind != "structured"][-1].messages[0]["content"]
+        systems[mode] = writer
+    assert "cites every passage of the chain" in systems["deep"]
+    assert "chain" not in systems["quick"]

@@ -415,4 +415,4 @@ async def run_mode(ctx: RunContext) -> Report:
     except BudgetHit as hit:
         ctx.stop(hit.budget)
         ctx.open_questions += [f"Not searched: {q}" for q in queries]
-    return await ctx.write_report()
+    return await ctx.write_report(chained=True)
