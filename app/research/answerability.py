@@ -6,7 +6,12 @@ hold the answer, judged without the writer:
 
 - a name or number of the question itself is in none of the passages the run found
   (titles included: asked about "Maiden Japan", nothing found mentions it): what was
-  found is about something else;
+  found is about something else. A word for a people or language ("European",
+  "Italian") is not such a name where the question uses it to describe ("Which
+  European city …") or the passages hold its place ("Europe", "Italy");
+- the question's subject, one capitalised word, turns up only as a common word: asked
+  about the play "Brand", the passages say "the brand was relaunched" but never
+  "Brand" (in no title, never capitalised);
 - no sentence found is close in meaning to the question (cosine of the library's
   embedding model below :data:`MIN_SIMILARITY` for every sentence, titled): the
   passages are on neighbouring subjects only;
@@ -85,19 +90,78 @@ def judge(
         return Answerability(False, "No passage was found relevant to it.")
     found = [p if isinstance(p, Found) else Found("", p) for p in passages]
     # a question's first word is often a verb ("List every …"), never a name alone
-    grounding = ground(
-        question, "\n".join(f"{p.title}\n{p.text}" for p in found), lone_opener=False
-    )
-    missing = [*grounding.missing_numbers, *grounding.missing_names]
+    text = "\n".join(f"{p.title}\n{p.text}" for p in found)
+    grounding = ground(question, text, lone_opener=False)
+    missing = [*grounding.missing_numbers, *_names(grounding.missing_names, question, text)]
     if missing:
         named = ", ".join(f"“{m}”" for m in missing[:3])
         return Answerability(False, f"None of them mentions {named}.")
+    as_words = only_as_common_word(question, found)
+    if as_words:
+        named = ", ".join(f"“{n}”" for n in as_words[:3])
+        words = ", ".join(f"“{n.lower()}”" for n in as_words[:3])
+        return Answerability(False, f"None of them names {named}: only the word {words} turns up.")
     if similarity is not None and similarity < MIN_SIMILARITY:
         return Answerability(False, "None of them says anything close to what it asks.")
     if subject_similarity is not None and subject_similarity < MIN_SUBJECT_SIMILARITY:
         named = ", ".join(f"“{n}”" for n in sorted(subject(question, found))[:3])
         return Answerability(False, f"None of them is about {named}: they name it only in passing.")
     return Answerability(True)
+
+
+def missing_names(question: str, found: Sequence[Found]) -> list[str]:
+    """The question's names that no passage of ``found`` holds, titles included (a
+    question's first word is not taken for a name alone; a word for a people is
+    excused, see :func:`_people_word`)."""
+    text = "\n".join(f"{p.title}\n{p.text}" for p in found)
+    return _names(ground(question, text, lone_opener=False).missing_names, question, text)
+
+
+def _names(missing: Sequence[str], question: str, text: str) -> list[str]:
+    return [n for n in missing if not _people_word(n, question, text)]
+
+
+# a people's or language's word for a place ("European": Europe, "Italian": Italy,
+# "Japanese": Japan, "German": Germany): the suffix off, then the place's own ending
+_DEMONYM_SUFFIXES = ("ean", "ian", "ese", "an")
+_PLACE_ENDINGS = ("", "e", "a", "y", "ia")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _people_word(name: str, question: str, text: str) -> bool:
+    """Whether ``name`` is one word for a people or language ("European", "Italian")
+    that the passages need not hold: the question uses it to describe ("a European
+    city"), or the place it comes from ("Europe") is in ``text``."""
+    word = name.lower()
+    if not word.isalpha():
+        return False
+    roots = [word[: -len(s)] for s in _DEMONYM_SUFFIXES if word.endswith(s)]
+    if not roots:
+        return False
+    if re.search(rf"(?<!\w){re.escape(name)}\s+[a-z]", question):
+        return True
+    words = {w.lower() for w in _WORD.findall(text)}
+    return any(
+        len(root) >= 4 and root + ending in words for root in roots for ending in _PLACE_ENDINGS
+    )
+
+
+def only_as_common_word(question: str, found: Sequence[Found]) -> list[str]:
+    """The question's subject (:func:`app.research.subject.subject`), one capitalised
+    word ("Brand", the play), where ``found`` holds it only as a lowercase word ("the
+    brand was relaunched"): in no title, never capitalised in the text. A word that opens
+    a sentence counts as the name (it cannot be told apart)."""
+    out = []
+    for name in sorted(subject(question, found)):
+        if " " in name or not name[:1].isupper() or not name.isalpha():
+            continue
+        capital = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        lower = re.compile(rf"(?<!\w){re.escape(name.lower())}(?!\w)")
+        titled = any(name.lower() in p.title.lower() for p in found)
+        capitalised = any(capital.search(p.text) for p in found)
+        if not titled and not capitalised and any(lower.search(p.text) for p in found):
+            out.append(name)
+    return out
 
 
 def _sentences(found: Sequence[Found]) -> list[str]:

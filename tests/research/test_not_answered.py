@@ -122,6 +122,30 @@ async def test_passages_naming_the_subject_only_in_passing_do_not_answer() -> No
     assert await nearest_naming_subject("who wrote the play?", [author, shoes], embed) is None
 
 
+def test_a_name_found_only_as_a_lowercase_word_is_not_mentioned() -> None:
+    question = "What country was the author of Brand a citizen of?"
+    vodka = Found("Glen's Vodka", "The brand was relaunched in 2003 as Glen's Vodka.")
+    author = Found("Henrik Ibsen", "The author Henrik Ibsen was a citizen of Norway.")
+    verdict = judge(question, [vodka, author])
+    assert not verdict.answered
+    assert verdict.reason == "None of them names “Brand”: only the word “brand” turns up."
+    # the name in a title, or capitalised in the text (a sentence's first word included)
+    assert judge(question, [vodka, author, Found("Brand (play)", "A verse tragedy.")]).answered
+    assert judge(question, [vodka, Found("Plays", "Brand is a verse tragedy.")]).answered
+    assert judge(question, [vodka, Found("Ibsen", "He wrote Brand in Rome.")]).answered
+
+
+def test_a_word_for_a_people_is_not_a_name_the_passages_must_hold() -> None:
+    antwerp = "The 1920 Summer Olympics were held in Antwerp, Belgium."
+    # a word that describes ("a European city") need not be found
+    assert judge("Which European city held the 1920 Summer Olympics?", [antwerp]).answered
+    # nor one whose place is found ("Italy" for "Italian")
+    question = "Was Aida written by an Italian?"
+    assert judge(question, ["Aida is an opera by Verdi of Italy."]).answered
+    assert not judge(question, ["Aida is an opera by Verdi."]).answered
+    assert not judge("Which European city held the Nordic Games?", [antwerp]).answered
+
+
 def test_a_question_that_opens_with_a_verb_is_not_asking_about_that_word() -> None:
     passages = ["Milvus is licensed under Apache 2.0.", "Qdrant is licensed under Apache 2.0 too."]
     assert judge("List every vector database with its licence.", passages).answered
