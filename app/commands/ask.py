@@ -340,7 +340,11 @@ class Progress:
             self.say("Plan:\n" + "\n".join(f"  {i}. {s}" for i, s in enumerate(event.steps, 1)))
         elif isinstance(event, SubQueryPlanned):
             self.queries[event.node_id] = event.text
-            label = f"search ({event.origin})" if event.origin in ("gap", "bridge") else "search"
+            label = (
+                f"search ({event.origin})"
+                if event.origin in ("gap", "bridge", "name")
+                else "search"
+            )
             self.say(f"  {label}: {event.text}")
         elif isinstance(event, SearchFinished):
             text = self.queries.get(event.node_id, "")

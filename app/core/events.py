@@ -36,7 +36,7 @@ ROOT_NODE = "root"
 
 # where a sub-query came from: the first decomposition, a gap found by reflection, a bridge
 # between two hops, a plan's step, the question itself, an HDS turn, table mode
-SubQueryOrigin = Literal["decompose", "gap", "bridge", "plan", "original", "hds", "table"]
+SubQueryOrigin = Literal["decompose", "gap", "bridge", "plan", "original", "hds", "table", "name"]
 NoticeLevel = Literal["info", "warning"]
 FileStatus = Literal[
     "indexed", "unchanged", "skipped", "failed", "removed"

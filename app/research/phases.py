@@ -55,6 +55,10 @@ def following(queries: int) -> str:
     return f"Following names found in the best passages: {plural(queries, 'more search', 'more searches')}"
 
 
+def looking_up(names: int) -> str:
+    return f"Looking up {plural(names, 'name')} nothing found mentions"
+
+
 REFLECTING = "Deciding what is still missing"
 
 

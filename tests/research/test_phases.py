@@ -153,6 +153,8 @@ def test_phase_texts_are_plain_english() -> None:
     assert phases.searching(3) == "Searching 3 sub-questions"
     assert phases.searching(1, what="question") == "Searching the library for the question"
     assert phases.searching(2, what="query") == "Searching 2 queries"
+    assert phases.looking_up(1) == "Looking up 1 name nothing found mentions"
+    assert phases.looking_up(2) == "Looking up 2 names nothing found mentions"
     assert phases.reading(1) == "Reading 1 passage"
     assert phases.checking(8) == "Checking 8 citations"
     assert (
