@@ -16,6 +16,8 @@ than the pick ties it to the answer, along the chain the answer follows:
   names the other's title or the other names its own, or both hold a name the question
   does not (the bridge: "… published by the American Psychological Association" and
   "Hall, the first president of the American Psychological Association");
+- a passage a start names by its title, cited or not: the chain's next link ("written
+  by Judith Viorst" names the passage "Judith Viorst", where the author's schooling is);
 - a passage that holds the short answer (the chain's last link), tied so to a passage
   kept above.
 
@@ -85,17 +87,25 @@ class _Chain:
             }
         return self._names[passage.number]
 
-    def tied(self, a: Picked, b: Picked) -> bool:
+    def names_title_of(self, one: Picked, other: Picked) -> bool:
+        """Whether ``one`` names ``other``'s title (a title made of the question's own
+        words aside): "… written by Judith Viorst" names the passage "Judith Viorst"."""
+        return (
+            one.number != other.number
+            and not _words(title_name(other.title)) <= self._asked
+            and mentions(one.text, other.title)
+        )
+
+    def tied(self, a: Picked, b: Picked, answer: str = "") -> bool:
         """Whether one of the two names the other's title, or both hold a name the
-        question does not (the bridge)."""
+        question does not (the bridge) other than ``answer``: two passages that both
+        say "Norway" are not a chain to the answer "Norway"."""
         if a.number == b.number:
             return True
-        for one, other in ((a, b), (b, a)):
-            if not _words(title_name(other.title)) <= self._asked and mentions(
-                one.text, other.title
-            ):
-                return True
-        return bool(self._names_of(a) & self._names_of(b))
+        if self.names_title_of(a, b) or self.names_title_of(b, a):
+            return True
+        shared = self._names_of(a) & self._names_of(b)
+        return any(not holds(answer, name) for name in shared)
 
 
 def rested_on(
@@ -108,7 +118,8 @@ def rested_on(
     """The numbers of ``picked`` (in their order) to quote: the passages about the
     question's most specific name, those the report's unflagged sentences cite
     (``cited``) and those that hold ``answer``, each tied to the chain (see the module's
-    text). When none is, those its flagged sentences cite (``cited_flagged``), else all."""
+    text), and those a start names by title. When none is, those its flagged sentences
+    cite (``cited_flagged``), else all."""
     asked = question_names(question)
     holding = [names_held(question, asked, p) for p in picked]
     specific = most_specific(holding)
@@ -117,14 +128,16 @@ def rested_on(
     chain = _Chain(asked)
     keep = {p.number for p in starts}
     for p in picked:
-        if p.number in cited and (not starts or any(chain.tied(p, s) for s in starts)):
+        tied = not starts or any(chain.tied(p, s) for s in starts)
+        next_link = any(chain.names_title_of(s, p) for s in starts)
+        if (p.number in cited and tied) or next_link:
             keep.add(p.number)
     kept = [p for p in picked if p.number in keep]
     # an answer the question itself holds ("Euro" for "which currency predated the Euro")
     # marks no link of the chain
     ends = answer and not holds(answer, question)
     for p in picked:
-        if ends and _holds(answer, p) and (not kept or any(chain.tied(p, k) for k in kept)):
+        if ends and _holds(answer, p) and (not kept or any(chain.tied(p, k, answer) for k in kept)):
             keep.add(p.number)
     return (
         [p.number for p in picked if p.number in keep]

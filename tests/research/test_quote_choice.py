@@ -116,3 +116,23 @@ def test_a_flagged_sentence_is_no_ground_to_quote_what_it_cites() -> None:
     assert rested_on(nameless, PICKED, cited={2}, cited_flagged={2, 3}) == [2]
     # nothing else: what the flagged sentences cite, before the whole pick
     assert rested_on(nameless, PICKED, cited=set(), cited_flagged={3}) == [3]
+
+
+def test_the_passage_the_subjects_passage_names_by_title_is_the_next_link() -> None:
+    question = "What kind of university did the author of Alexander and the Terrible Day attend?"
+    book = Picked(
+        1,
+        "Alexander and the Terrible Day",
+        "Alexander and the Terrible Day is a children's book written by Judith Viorst.",
+    )
+    author = Picked(2, "Judith Viorst", "Viorst is a 1952 graduate of Rutgers University.")
+    berkeley = Picked(
+        3, "Seth Roberts", "Roberts taught at the University of California, Berkeley."
+    )
+    picked = [book, berkeley, author]
+    # neither cited nor holding the (wrong) short answer, the author's passage is still
+    # the chain's next link; the passage the wrong answer came from is not
+    assert rested_on(question, picked, cited={3}, answer="University of California") == [1, 2]
+    # only by the start: a passage named by a passage off the chain is not
+    off = Picked(4, "Rutgers University", "Rutgers is a public research university.")
+    assert rested_on(question, [book, off], cited=set()) == [1]
