@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.research.claim_check import Embed, ground
+from app.research.evidence import EvidenceRegistry
 from app.research.subject import about, held, subject
 
 NOT_ANSWERED = "The passages found do not answer this question."
@@ -90,7 +91,7 @@ def judge(
         return Answerability(False, "No passage was found relevant to it.")
     found = [p if isinstance(p, Found) else Found("", p) for p in passages]
     # a question's first word is often a verb ("List every …"), never a name alone
-    text = "\n".join(f"{p.title}\n{p.text}" for p in found)
+    text = _text(found)
     grounding = ground(question, text, lone_opener=False)
     missing = [*grounding.missing_numbers, *_names(grounding.missing_names, question, text)]
     if missing:
@@ -113,8 +114,17 @@ def missing_names(question: str, found: Sequence[Found]) -> list[str]:
     """The question's names that no passage of ``found`` holds, titles included (a
     question's first word is not taken for a name alone; a word for a people is
     excused, see :func:`_people_word`)."""
-    text = "\n".join(f"{p.title}\n{p.text}" for p in found)
+    text = _text(found)
     return _names(ground(question, text, lone_opener=False).missing_names, question, text)
+
+
+def found_in(evidence: EvidenceRegistry) -> list[Found]:
+    """A run's evidence as the judgement reads it: each passage under its title."""
+    return [Found(c.title or c.heading_path, evidence.text(n)) for n, c in evidence.chunks()]
+
+
+def _text(found: Sequence[Found]) -> str:
+    return "\n".join(f"{p.title}\n{p.text}" for p in found)
 
 
 def _names(missing: Sequence[str], question: str, text: str) -> list[str]:

@@ -128,9 +128,8 @@ def rested_on(
     chain = _Chain(asked)
     keep = {p.number for p in starts}
     for p in picked:
-        tied = not starts or any(chain.tied(p, s) for s in starts)
-        next_link = any(chain.names_title_of(s, p) for s in starts)
-        if (p.number in cited and tied) or next_link:
+        cited_on_chain = p.number in cited and (not starts or any(chain.tied(p, s) for s in starts))
+        if cited_on_chain or any(chain.names_title_of(s, p) for s in starts):  # or the next link
             keep.add(p.number)
     kept = [p for p in picked if p.number in keep]
     # an answer the question itself holds ("Euro" for "which currency predated the Euro")

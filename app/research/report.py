@@ -454,10 +454,7 @@ class ReportWriter:
             questions.append(self.question)
         questions = _dedup(questions)
 
-        found = [
-            answerability.Found(chunk.title or chunk.heading_path, self.evidence.text(n))
-            for n, chunk in self.evidence.chunks()
-        ]
+        found = answerability.found_in(self.evidence)
         if found:  # the meaning check embeds every sentence found: a second or so
             self.events.phase(phases.CHECK, phases.WEIGHING, node_id=REPORT_NODE)
         near = await answerability.nearest(self.question, found, self.embed) if found else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from app.core.models import Report
 from app.research import name_lookup, phases
-from app.research.answerability import Found
+from app.research.answerability import found_in
 from app.research.context import RunContext
 
 
@@ -35,12 +35,11 @@ async def run_mode(ctx: RunContext) -> Report:
 async def look_up_missing_names(ctx: RunContext, round_node: str, round_no: int) -> None:
     """Search for each name of the question no passage found holds; keep the hits
     that name it."""
-    found = [
-        Found(c.title or c.heading_path, ctx.evidence.text(n)) for n, c in ctx.evidence.chunks()
-    ]
+    found = found_in(ctx.evidence)
     if not found:  # nothing found at all: the library has nothing near the question
         return
-    names = name_lookup.names_to_look_up(ctx.question, found)[: ctx.tracker.search_calls_left]
+    limit = min(name_lookup.MAX_NAMES, ctx.tracker.search_calls_left)
+    names = name_lookup.names_to_look_up(ctx.question, found, limit)
     if not names:
         return
     lookups = [
