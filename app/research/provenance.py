@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -125,9 +126,10 @@ async def build(
 async def ollama_digest(model: ChatModel) -> str:
     """The digest Ollama gives the model a run used ("" for another back end, or when
     Ollama does not say)."""
-    from app.llm.ollama_backend import OllamaModel
-
-    if not isinstance(model, OllamaModel):
+    # a model made by the Ollama back end means its module is loaded; importing it
+    # here for another back end would hold the event loop (the GUI's) for a moment
+    backend = sys.modules.get("app.llm.ollama_backend")
+    if backend is None or not isinstance(model, backend.OllamaModel):
         return ""
     from app.llm.ollama_client import ollama_models_if_running
 

@@ -455,17 +455,7 @@ class ReportWriter:
         questions = _dedup(questions)
 
         found = answerability.found_in(self.evidence)
-        if found:  # the meaning check embeds every sentence found: a second or so
-            self.events.phase(phases.CHECK, phases.WEIGHING, node_id=REPORT_NODE)
-        near = await answerability.nearest(self.question, found, self.embed) if found else None
-        near_subject = (
-            await answerability.nearest_naming_subject(self.question, found, self.embed)
-            if found
-            else None
-        )
-        answerable = (
-            answerability.judge(self.question, found, near, near_subject) if found else None
-        )
+        answerable = await self._weigh_answerability(found) if found else None
         if answerable is not None and not answerable.answered:
             body = answerability.lead(answerable) + "\n\n" + body
             questions.insert(0, f"{answerability.NOT_ANSWERED} {answerable.reason}")
@@ -513,6 +503,20 @@ class ReportWriter:
             answered=answerable.answered if answerable is not None else False,
         )
 
+    async def _weigh_answerability(
+        self, found: list[answerability.Found]
+    ) -> answerability.Answerability:
+        """Whether the passages found answer the question. The meaning check embeds every
+        sentence found (a second or so, more on a busy machine): the status line says so
+        and keeps counting while it runs."""
+        self.events.phase(phases.CHECK, phases.WEIGHING, node_id=REPORT_NODE)
+        async with self.events.kept_alive():
+            near = await answerability.nearest(self.question, found, self.embed)
+            near_subject = await answerability.nearest_naming_subject(
+                self.question, found, self.embed
+            )
+        return answerability.judge(self.question, found, near, near_subject)
+
     async def _check(self, pairs: Sequence[Citation]) -> ClaimCheck:
         """Every cited sentence checked against its passages by the independent check
         (:mod:`app.research.claim_check`: names, numbers, words and meaning), with the
@@ -520,7 +524,10 @@ class ReportWriter:
         if not pairs:
             return ClaimCheck((), {}, "")
         self.events.phase(phases.CHECK, phases.checking(len(pairs)), node_id=REPORT_NODE)
-        check = await check_claims(pairs, self.evidence.text, self.embed)
+        async with (
+            self.events.kept_alive()
+        ):  # it embeds every cited sentence: a while on a busy machine
+            check = await check_claims(pairs, self.evidence.text, self.embed)
         # the model's vote counts only on a sentence the check supports weakly (see
         # with_model_vote): it is not asked about the others
         weak = [

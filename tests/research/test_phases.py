@@ -5,6 +5,7 @@ throttled."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -336,6 +337,32 @@ async def test_a_model_call_that_shows_nothing_keeps_the_status_line_alive(
         i for i, e in enumerate(events) if isinstance(e, PhaseChanged) and e.phase == "check"
     )
     assert not any(isinstance(e, PhaseChanged) and e.waited_s for e in events[first_delta:check])
+
+
+class SlowToWeighLibrary(MemoryLibrary):
+    """Embeds slowly when the report weighs whether the passages answer the question
+    (the one embedding call that starts with the question itself)."""
+
+    async def embed(self, texts: list[str]) -> object:
+        if texts and texts[0] == QUESTION:
+            await asyncio.sleep(0.7)
+        return await super().embed(texts)
+
+
+async def test_weighing_whether_the_passages_answer_keeps_the_status_line_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(run_events, "KEEP_ALIVE_S", 0.2)  # scaled down with the slow embedding
+    monkeypatch.setattr(run_events, "KEEP_ALIVE_CHECK_S", 0.02)
+    model = ScriptedModel({"citation_check": verdicts()}, text=REPORT)
+    events = await collect(
+        ResearchEngine(model, SlowToWeighLibrary(list(MILVUS_CHUNKS))).run(QUESTION, mode="quick")
+    )
+    assert isinstance(events[-1], Finished)
+    weighing = [e for e in events if isinstance(e, PhaseChanged) and e.text == phases.WEIGHING]
+    assert weighing and weighing[0].waited_s == 0  # said when it starts
+    assert any(e.waited_s for e in weighing)  # and again while the embedding takes its time
+    assert longest_gap(events).seconds < 0.5  # not the 0.7 s the embedding took
 
 
 def test_fathom_ask_prints_a_line_when_a_phase_starts_not_for_its_counts() -> None:

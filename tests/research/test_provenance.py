@@ -116,3 +116,30 @@ def test_a_report_says_what_it_was_made_from_and_by(
     assert shown.returncode == 0, shown.stderr
     assert STARTER_HEADER in shown.stdout and "## Provenance" in shown.stdout
     assert f"sha256:{file_sha256(starter_llm.model_path)}" in shown.stdout
+
+
+def test_a_run_without_ollama_never_loads_its_back_end_to_record_the_digest() -> None:
+    """The digest is asked of Ollama only for an Ollama model: recording a llama.cpp
+    run's provenance must not import the Ollama client, which would hold the event
+    loop (the window's) for a moment at the end of a first run. A fresh interpreter:
+    another test may have loaded it here."""
+    script = (
+        "import asyncio, sys\n"
+        "from app.research.provenance import ollama_digest\n"
+        "class Model:\n"
+        "    model_name = 'local.gguf'\n"
+        "print(repr(asyncio.run(ollama_digest(Model()))))\n"
+        "print('app.llm.ollama_backend' in sys.modules, 'ollama' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["''", "False False"]
