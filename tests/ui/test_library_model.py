@@ -21,7 +21,7 @@ from big_library import fill_library
 from helpers import answer_confirmation, await_in_test
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
-from stall_monitor import StallMonitor
+from stall_monitor import LoopGuard, StallMonitor
 
 import app.ui.library_model as library_model
 from app.core.models import Collection
@@ -49,6 +49,17 @@ from app.ui.tasks import TaskKeeper
 STALL_BOUND_MS = (
     250.0  # generous: a loaded 2-core machine; tests/bench/bench_ui.py has the strict figure
 )
+# The Qt model tester checks the model inside every signal, so its work is charged to the
+# slice that emitted it: Python's data() for each row it looks at. One slice of the large
+# updates below took 0.2 ms alone, 83 ms with the tester outside pytest, and 97 to 292 ms in
+# these tests on a loaded 2-core machine (the loop guard allows 250 ms). Where a test
+# attaches the tester to a large update, the guard allows this instead.
+MODEL_TESTER_BUSY_MS = 1000.0
+
+
+def allow_the_model_tester(loop_guard: LoopGuard) -> None:
+    """Charge the model tester's checks to no one: a slice still fails past a second."""
+    loop_guard.slots.busy_ms = max(loop_guard.slots.busy_ms, MODEL_TESTER_BUSY_MS)
 
 
 def doc(
@@ -185,8 +196,9 @@ def test_an_open_collection_and_the_selection_survive_a_reload(qtbot: Any) -> No
 
 
 def test_a_large_update_is_applied_a_slice_at_a_time_and_a_newer_one_takes_over(
-    qtmodeltester: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+    qtmodeltester: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch, loop_guard: LoopGuard
 ) -> None:
+    allow_the_model_tester(loop_guard)
     monkeypatch.setattr(
         library_model, "SLICE_MS", 0.0
     )  # one step a slice: every step is seen by the tester
@@ -214,8 +226,9 @@ def test_a_large_update_is_applied_a_slice_at_a_time_and_a_newer_one_takes_over(
 
 
 def test_scattered_removals_and_additions_take_a_few_signals_not_one_per_row(
-    qtmodeltester: Any, qtbot: Any
+    qtmodeltester: Any, qtbot: Any, loop_guard: LoopGuard
 ) -> None:
+    allow_the_model_tester(loop_guard)
     model = LibraryModel()
     qtmodeltester.check(model)
     big = [doc(i, "big") for i in range(1000)]
