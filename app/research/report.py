@@ -524,9 +524,8 @@ class ReportWriter:
         if not pairs:
             return ClaimCheck((), {}, "")
         self.events.phase(phases.CHECK, phases.checking(len(pairs)), node_id=REPORT_NODE)
-        async with (
-            self.events.kept_alive()
-        ):  # it embeds every cited sentence: a while on a busy machine
+        # the check embeds every cited sentence: a while on a busy machine
+        async with self.events.kept_alive():
             check = await check_claims(pairs, self.evidence.text, self.embed)
         # the model's vote counts only on a sentence the check supports weakly (see
         # with_model_vote): it is not asked about the others

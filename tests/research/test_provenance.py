@@ -33,6 +33,20 @@ QUESTION = "What are the limits of Milvus?"
 BUDGET = Budget(max_rounds=1, max_subqueries=1, top_k=3, max_seconds=300, max_concurrent_calls=1)
 
 
+def python_in_repo(*args: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter running ``args`` in the repository (its output as text)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.fixture
 def files(shared_data: Path, tmp_path: Path) -> list[Path]:
     folder = tmp_path / "docs"
@@ -103,16 +117,7 @@ def test_a_report_says_what_it_was_made_from_and_by(
             assert file_sha256(f) in section
 
     # so does `fathom show`, read back from the history
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    shown = subprocess.run(
-        [sys.executable, "-m", "app", "show", finished.run_id],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
+    shown = python_in_repo("-m", "app", "show", finished.run_id)
     assert shown.returncode == 0, shown.stderr
     assert STARTER_HEADER in shown.stdout and "## Provenance" in shown.stdout
     assert f"sha256:{file_sha256(starter_llm.model_path)}" in shown.stdout
@@ -131,15 +136,6 @@ def test_a_run_without_ollama_never_loads_its_back_end_to_record_the_digest() ->
         "print(repr(asyncio.run(ollama_digest(Model()))))\n"
         "print('app.llm.ollama_backend' in sys.modules, 'ollama' in sys.modules)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    ran = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
+    ran = python_in_repo("-c", script)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["''", "False False"]
